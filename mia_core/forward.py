@@ -1,0 +1,145 @@
+"""Batched forward passes that reduce logits to `TokenStats` arrays without keeping full logits.
+
+Texts become *segments* (one per context window); segments are length-sorted and packed into
+batches under a token budget, right-padded with an attention mask. Where the output head is a
+plain linear layer on the backbone's last hidden state, logits are computed only for scored
+positions, a chunk of rows at a time, so no (batch, T, vocab) tensor ever exists; otherwise the
+model's own logits are reduced chunk-wise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from .token_stats import reduce_logits
+
+#: Architectures whose logits are exactly `lm_head(last_hidden_state)` (no soft-capping or scaling).
+PLAIN_HEAD_TYPES = frozenset(
+    {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "gptj", "gpt_neo", "opt", "phi",
+     "phi3", "olmo", "olmo2", "smollm3", "stablelm", "starcoder2", "falcon", "bloom"}
+)
+#: Rows of logits reduced at once: bounds the float32 scratch to rows × vocab × 4 bytes.
+HEAD_CHUNK_ROWS = 256
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One model input: `ids` are fed, tokens `ids[score_from:]` are scored."""
+
+    owner: int
+    ids: list[int]
+    score_from: int
+
+
+def split_windows(n_tokens: int, context: int, stride: int) -> list[tuple[int, int, int]]:
+    """Sliding windows (start, end, score_from) covering tokens 1..n-1 exactly once.
+
+    The first window scores its tokens 1..context-1; each later window scores its last `stride`
+    (or fewer) tokens, every one of them seeing at least `context - stride` tokens of left context.
+    """
+    if n_tokens <= context:
+        return [(0, n_tokens, 1)]
+    windows, end = [(0, context, 1)], context
+    while end < n_tokens:
+        new_end = min(end + stride, n_tokens)
+        start = new_end - context
+        windows.append((start, new_end, end - start))
+        end = new_end
+    return windows
+
+
+def plain_head(model: nn.Module) -> tuple[nn.Module, nn.Linear] | None:
+    """(backbone, head) when logits = head(backbone(...).last_hidden_state), else None."""
+    config = model.config
+    if config.model_type not in PLAIN_HEAD_TYPES:
+        return None
+    if any(getattr(config, name, None) for name in ("final_logit_softcapping", "logit_scale", "logits_scaling")):
+        return None
+    head, backbone = model.get_output_embeddings(), model.base_model
+    if not isinstance(head, nn.Linear) or backbone is model:
+        return None
+    return backbone, head
+
+
+def pack_batches(segments: list[Segment], batch_tokens: int) -> list[list[int]]:
+    """Indices of segments packed longest-first into batches of ≤ batch_tokens padded tokens."""
+    order = sorted(range(len(segments)), key=lambda i: -len(segments[i].ids))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches:
+            batch = batches[-1]
+            width = len(segments[batch[0]].ids)  # longest in the batch: sorted descending
+            if (len(batch) + 1) * width <= batch_tokens:
+                batch.append(i)
+                continue
+        batches.append([i])
+    return batches
+
+
+@torch.inference_mode()
+def run_segments(
+    model: nn.Module,
+    segments: list[Segment],
+    *,
+    batch_tokens: int,
+    pad_id: int = 0,
+    progress: Progress | None = None,
+) -> list[dict[str, np.ndarray]]:
+    """Statistics of the scored tokens of every segment, in segment order."""
+    device = next(model.parameters()).device
+    split = plain_head(model)
+    results: list[dict[str, np.ndarray] | None] = [None] * len(segments)
+    total = sum(len(s.ids) for s in segments)
+    done = 0
+    for batch in pack_batches(segments, batch_tokens):
+        segs = [segments[i] for i in batch]
+        width = len(segs[0].ids)
+        input_ids = torch.full((len(segs), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(segs), width), dtype=torch.long)
+        rows, targets = [], []
+        for b, seg in enumerate(segs):
+            input_ids[b, : len(seg.ids)] = torch.tensor(seg.ids)
+            mask[b, : len(seg.ids)] = 1
+            # the logits at position t-1 predict token t
+            rows.append(torch.arange(seg.score_from - 1, len(seg.ids) - 1) + b * width)
+            targets.append(torch.tensor(seg.ids[seg.score_from:], dtype=torch.long))
+        rows_t = torch.cat(rows).to(device)
+        targets_t = torch.cat(targets).to(device)
+        stats = _batch_stats(model, split, input_ids.to(device), mask.to(device), rows_t, targets_t)
+        start = 0
+        for i, seg in zip(batch, segs):
+            n = len(seg.ids) - seg.score_from
+            results[i] = {k: v[start : start + n] for k, v in stats.items()}
+            start += n
+        done += sum(len(s.ids) for s in segs)
+        if progress is not None:
+            progress(done, total)
+    return results  # type: ignore[return-value]
+
+
+def _batch_stats(model, split, input_ids, mask, rows, targets) -> dict[str, np.ndarray]:
+    """Reduce one padded batch to statistics of the selected rows (flattened (batch·T) indices)."""
+    if split is not None:
+        backbone, head = split
+        hidden = backbone(input_ids=input_ids, attention_mask=mask, use_cache=False)[0]  # (b, T, H)
+        flat = hidden.reshape(-1, hidden.shape[-1])[rows]  # (rows, H)
+        logits_of = lambda sl: head(flat[sl])  # noqa: E731  (rows, vocab) computed per chunk
+    else:
+        logits = model(input_ids=input_ids, attention_mask=mask, use_cache=False).logits  # (b, T, V)
+        flat = logits.reshape(-1, logits.shape[-1])
+        logits_of = lambda sl: flat[rows[sl]]  # noqa: E731
+    parts: dict[str, list[torch.Tensor]] = {}
+    for begin in range(0, rows.shape[0], HEAD_CHUNK_ROWS):
+        sl = slice(begin, begin + HEAD_CHUNK_ROWS)
+        for key, value in reduce_logits(logits_of(sl), targets[sl]).items():
+            parts.setdefault(key, []).append(value)
+    if not parts:  # a batch with nothing to score (one-token texts)
+        empty = {k: torch.empty(0) for k in ("logprob", "mu", "sigma", "top1_logprob", "entropy")}
+        return {**{k: v.numpy() for k, v in empty.items()}, "top1_id": np.empty(0, np.int64)}
+    return {k: torch.cat(v).cpu().numpy() for k, v in parts.items()}

@@ -1,0 +1,26 @@
+"""Lowercase calibration (Carlini et al. 2021): how much worse the model finds the lowercased text.
+
+Score = loss(text.lower()) / loss(text), loss = −mean logprob, each text tokenised on its own.
+Members lose more likelihood when lowercased, so the ratio is larger for members. The per-token
+scores shown are the original text's log-probs (the two tokenisations do not align).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..token_stats import TokenStats
+from .registry import NoParams, Score, register, require_tokens
+
+#: Guards the division for a text the model predicts with certainty (loss 0).
+LOSS_FLOOR = 1e-12
+
+
+@register("lowercase", label="Lowercase ratio", needs=("stats", "lowercase_stats"), token_level=False,
+          summary="Loss of the lowercased text over the loss of the text: members lose more when lowercased.")
+def lowercase(stats: TokenStats, params: NoParams, *, lowercase_stats: TokenStats) -> Score:
+    """`loss(lowercased) / max(loss(original), 1e-12)`."""
+    require_tokens(stats)
+    require_tokens(lowercase_stats)
+    loss_orig = -float(np.mean(stats.logprob, dtype=np.float64))
+    loss_lower = -float(np.mean(lowercase_stats.logprob, dtype=np.float64))
+    return Score(loss_lower / max(loss_orig, LOSS_FLOOR), stats.logprob.astype(np.float64), np.ones(stats.n_scored, bool))

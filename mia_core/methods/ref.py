@@ -1,0 +1,23 @@
+"""Reference-model calibration (Carlini et al. 2021): target log-likelihood minus a reference's.
+
+Each model scores the text with **its own** tokenizer (the Min-K%++ repository feeds the target's
+token ids to the reference model, which is wrong whenever the tokenizers differ). The per-token
+scores shown are the target's log-probs (the two tokenisations do not align).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..token_stats import TokenStats
+from .registry import NoParams, Score, register, require_tokens
+
+
+@register("ref", label="Reference model", needs=("stats", "ref_stats"), token_level=False,
+          summary="Mean log-prob under the target minus under a smaller reference model trained on similar data.")
+def ref(stats: TokenStats, params: NoParams, *, ref_stats: TokenStats) -> Score:
+    """`mean logprob_target − mean logprob_ref` (higher = member)."""
+    require_tokens(stats)
+    require_tokens(ref_stats)
+    target = stats.logprob.astype(np.float64)
+    value = float(np.mean(target) - np.mean(ref_stats.logprob, dtype=np.float64))
+    return Score(value, target, np.ones(stats.n_scored, bool))

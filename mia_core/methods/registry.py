@@ -1,0 +1,118 @@
+"""The method registry: one decorator next to each method, read by `score_texts`, the CLI and pages.
+
+Every method maps `TokenStats` (plus whatever else it `needs`) to a `Score` whose value is
+oriented **higher = more likely a member** (METHODS.md, "Orientation").
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..token_stats import TokenStats
+
+#: What a method may need beyond the target's statistics, and what supplies it.
+NEEDS = {
+    "stats": "per-token statistics of the target model (one forward pass)",
+    "lowercase_stats": "a second pass of the target model on the lowercased text",
+    "ref_stats": "statistics of the text under a reference model (`ref_model=`)",
+    "freq": "a token-frequency table of a reference corpus (`freq=`)",
+}
+
+
+@dataclass(frozen=True)
+class Score:
+    """A sequence score and its per-token explanation.
+
+    value : sequence score, higher = member.
+    token_scores : (n_scored,) per-token scores aligned with `TokenStats.token_ids`.
+    selected : (n_scored,) bool, the tokens that entered `value` (min-k% selection, first occurrences…).
+    """
+
+    value: float
+    token_scores: np.ndarray
+    selected: np.ndarray
+
+
+@dataclass(frozen=True)
+class NoParams:
+    """Methods without tunable parameters."""
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered method: its scorer, parameter dataclass, inputs and labels for people."""
+
+    name: str
+    fn: Callable[..., Score]
+    params: type
+    needs: tuple[str, ...]
+    label: str
+    summary: str
+    token_level: bool
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self.params))
+
+    def make_params(self, **values: Any):
+        """Build the parameter dataclass, rejecting names the method does not take."""
+        unknown = set(values) - set(self.param_names)
+        if unknown:
+            raise TypeError(f"method {self.name!r} takes parameters {self.param_names} (got {sorted(unknown)})")
+        return self.params(**values)
+
+
+METHODS: dict[str, MethodSpec] = {}
+
+
+def register(name: str, *, label: str, summary: str, params: type = NoParams,
+             needs: tuple[str, ...] = ("stats",), token_level: bool = True):
+    """Decorator adding a scorer `fn(stats, params, **inputs) -> Score` to `METHODS`."""
+    unknown = set(needs) - set(NEEDS)
+    if unknown:
+        raise ValueError(f"unknown needs {sorted(unknown)}; known: {sorted(NEEDS)}")
+
+    def wrap(fn: Callable[..., Score]) -> Callable[..., Score]:
+        METHODS[name] = MethodSpec(name, fn, params, needs, label, summary, token_level)
+        return fn
+
+    return wrap
+
+
+def get_method(name: str) -> MethodSpec:
+    """The registered method, or a KeyError listing the available names."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise KeyError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}") from None
+
+
+def require_tokens(stats: TokenStats) -> None:
+    """Empty texts are an error with a clear message, never a NaN score."""
+    if stats.n_scored == 0:
+        preview = stats.text[:40] + ("…" if len(stats.text) > 40 else "")
+        raise ValueError(f"no token to score in text {preview!r}: the text is empty (or a single token with bos='none')")
+
+
+def lowest_k(token_scores: np.ndarray, k: float) -> Score:
+    """Mean of the `max(1, floor(k·n))` lowest token scores (stable ascending sort), with the mask.
+
+    `int(n * k)` is the reference code's rounding; only its NaN for a zero selection differs.
+    """
+    if not 0 < k <= 1:
+        raise ValueError(f"k must be in (0, 1] (got {k})")
+    n = token_scores.shape[0]
+    n_sel = max(1, int(n * k))
+    chosen = np.argsort(token_scores, kind="stable")[:n_sel]
+    selected = np.zeros(n, dtype=bool)
+    selected[chosen] = True
+    value = float(np.mean(token_scores[chosen], dtype=np.float64))
+    return Score(value, token_scores, selected)
+
+
+def mean_of_all(token_scores: np.ndarray) -> Score:
+    """Mean over every token (loss-style methods)."""
+    return Score(float(np.mean(token_scores, dtype=np.float64)), token_scores, np.ones(token_scores.shape[0], bool))

@@ -1,0 +1,23 @@
+"""Zlib calibration (Carlini et al. 2021): −loss divided by the text's zlib-compressed length."""
+from __future__ import annotations
+
+import zlib as _zlib
+
+import numpy as np
+
+from ..token_stats import TokenStats
+from .registry import NoParams, Score, register, require_tokens
+
+
+def zlib_bytes(text: str) -> int:
+    """Length of the UTF-8 text compressed by zlib at its default level."""
+    return len(_zlib.compress(text.encode("utf-8")))
+
+
+@register("zlib", label="Zlib ratio", summary="−loss divided by the zlib-compressed size: discounts texts that are simply predictable.")
+def zlib_ratio(stats: TokenStats, params: NoParams) -> Score:
+    """`mean(logprob) / zlib_bytes(text)`; token scores are the log-probs, all selected."""
+    require_tokens(stats)
+    logprob = stats.logprob.astype(np.float64)
+    value = float(np.mean(logprob) / zlib_bytes(stats.text))
+    return Score(value, logprob, np.ones(stats.n_scored, bool))

@@ -1,0 +1,114 @@
+"""Scoring front doors: `score` for one `TokenStats`, `score_texts` for a list of texts and methods.
+
+They supply what each method `needs` (a lowercased pass, a reference model's statistics, a
+frequency table), batching every extra model pass over all texts at once.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from .frequency import FrequencyTable, load_frequency_table
+from .identity import tokenizer_fingerprint
+from .methods import Score, get_method
+from .token_stats import TokenStats
+
+#: Keyword arguments that supply a method's inputs rather than its parameters.
+INPUT_KWARGS = ("lm", "lowercase_stats", "ref_model", "ref_stats", "freq")
+
+
+def score(name: str, stats: TokenStats, **kwargs: Any) -> Score:
+    """Score one text's statistics with a registered method.
+
+    Inputs by need: `lowercase` takes `lowercase_stats=` or `lm=` (the target model, to compute
+    them); `ref` takes `ref_stats=` or `ref_model=`; `dc_pdd` takes `freq=` (a `FrequencyTable` or
+    its path). Remaining keyword arguments are the method's parameters (e.g. `k=0.2`).
+    """
+    spec = get_method(name)
+    inputs = _inputs_for_one(spec.needs, stats, kwargs)
+    return spec.fn(stats, spec.make_params(**kwargs), **inputs)
+
+
+def _inputs_for_one(needs: tuple[str, ...], stats: TokenStats, kwargs: dict) -> dict:
+    """Pop the inputs a method needs out of kwargs, computing statistics where a model was given."""
+    lm, ref_model = kwargs.pop("lm", None), kwargs.pop("ref_model", None)
+    given = {key: kwargs.pop(key, None) for key in ("lowercase_stats", "ref_stats", "freq")}
+    inputs = {}
+    if "lowercase_stats" in needs:
+        inputs["lowercase_stats"] = given["lowercase_stats"] or _require(lm, "lowercase", "lowercase_stats= or lm=").token_stats(
+            [stats.text.lower()], bos=stats.bos_policy)[0]
+    if "ref_stats" in needs:
+        inputs["ref_stats"] = given["ref_stats"] or _require(ref_model, "ref", "ref_stats= or ref_model=").token_stats(
+            [stats.text], bos=stats.bos_policy)[0]
+    if "freq" in needs:
+        inputs["freq"] = _frequency_table(_require(given["freq"], "dc_pdd", "freq="), None)
+    return inputs
+
+
+def score_texts(
+    lm,
+    texts: Sequence[str],
+    methods: Sequence[str],
+    k: float = 0.2,
+    bos: str = "auto",
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    long_text: str = "sliding",
+    **params: Any,
+) -> pd.DataFrame:
+    """Score every text with every method: one row per text, one column per method (higher = member).
+
+    `params` holds method parameters (e.g. `a=0.01` for dc_pdd) and inputs (`ref_model=`, `freq=`);
+    `k` goes to every method that has a `k`. Extra model passes run batched over all texts.
+    """
+    specs = [get_method(m) for m in methods]
+    needs = {n for s in specs for n in s.needs}
+    ref_model, freq = params.pop("ref_model", None), params.pop("freq", None)
+    used = {name for s in specs for name in s.param_names}
+    unused = set(params) - used
+    if unused:
+        raise TypeError(f"parameters {sorted(unused)} are not used by methods {list(methods)}")
+    texts = [str(t) for t in texts]
+    stats = lm.token_stats(texts, bos=bos, progress=progress, long_text=long_text)
+    extra: dict[str, list] = {}
+    if "lowercase_stats" in needs:
+        extra["lowercase_stats"] = lm.token_stats([t.lower() for t in texts], bos=bos, progress=progress, long_text=long_text)
+    if "ref_stats" in needs:
+        extra["ref_stats"] = _require(ref_model, "ref", "ref_model=").token_stats(
+            texts, bos=bos, progress=progress, long_text=long_text)
+    table = _frequency_table(_require(freq, "dc_pdd", "freq="), lm.tokenizer) if "freq" in needs else None
+    columns = {}
+    for spec in specs:
+        method_params = spec.make_params(**{n: v for n, v in {**params, "k": k}.items() if n in spec.param_names})
+        values = []
+        for i, st in enumerate(stats):
+            inputs = {n: extra[n][i] for n in spec.needs if n in extra}
+            if table is not None and "freq" in spec.needs:
+                inputs["freq"] = table
+            try:
+                values.append(spec.fn(st, method_params, **inputs).value)
+            except ValueError as err:
+                raise ValueError(f"text {i}: {err}") from None
+        columns[spec.name] = values
+    return pd.DataFrame(columns)
+
+
+def _require(value, method: str, what: str):
+    """The value, or a TypeError saying which argument the method needs."""
+    if value is None:
+        raise TypeError(f"method {method!r} needs {what}")
+    return value
+
+
+def _frequency_table(freq, tokenizer):
+    """A `FrequencyTable` from a table or a path (checked against the tokenizer when given)."""
+    if isinstance(freq, FrequencyTable):
+        if tokenizer is not None:
+            if freq.tokenizer_fingerprint != tokenizer_fingerprint(tokenizer):
+                raise ValueError("frequency table was built with a different tokenizer than the model's")
+        return freq
+    if isinstance(freq, (str, Path)):
+        return load_frequency_table(freq, tokenizer)
+    raise TypeError(f"freq must be a FrequencyTable or a path (got {type(freq).__name__})")

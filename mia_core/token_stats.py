@@ -1,0 +1,86 @@
+"""`TokenStats`: the per-token statistics of one forward pass, the shared input of every method.
+
+Computed once per (model, text, BOS policy); every single-pass method is a cheap pure function of
+it, so switching methods or k never re-runs the model (METHODS.md, "Token statistics").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+#: Per-token float arrays that a `TokenStats` carries, in storage order.
+FLOAT_FIELDS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
+
+
+@dataclass(frozen=True)
+class TokenStats:
+    """Statistics of every scored token of one text (arrays of shape (n_scored,)).
+
+    Attributes
+    ----------
+    text : the text as given.
+    token_ids : ids of the scored tokens (int64).
+    tokens : display strings of the scored tokens (the text span, or the token name for specials).
+    offsets : (n_scored, 2) character span of each scored token in `text` ((0, 0) for specials).
+    logprob : log p(x_t | x_<t).
+    mu, sigma : mean and standard deviation of log p(v | x_<t) under p(· | x_<t) (Min-K%++).
+    top1_id, top1_logprob : the most likely next token and its log-prob.
+    entropy : Shannon entropy of p(· | x_<t) in nats (= -mu).
+    bos_policy : the BOS policy the statistics were computed under ("auto" or "none").
+    boundary_token : the document-boundary token prepended (`bos="auto"`), else None.
+    long_text : "none" (fits the context), "sliding" (windowed with left context) or "truncated".
+    n_text_tokens : tokens the tokenizer produced for the whole text (before any truncation).
+    vocab_width : width of the logits the softmax ran over.
+    """
+
+    text: str
+    token_ids: np.ndarray
+    tokens: list[str]
+    offsets: np.ndarray
+    logprob: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+    top1_id: np.ndarray
+    top1_logprob: np.ndarray
+    entropy: np.ndarray
+    bos_policy: str = "auto"
+    boundary_token: str | None = None
+    long_text: str = "none"
+    n_text_tokens: int = 0
+    vocab_width: int = 0
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def n_scored(self) -> int:
+        """Number of scored tokens."""
+        return int(self.token_ids.shape[0])
+
+    @property
+    def rank_is_top1(self) -> np.ndarray:
+        """Boolean mask: the true token was the model's top-1 prediction."""
+        return self.token_ids == self.top1_id
+
+
+@torch.inference_mode()
+def reduce_logits(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Reduce a (rows, vocab) block of logits to per-row statistics, in float32.
+
+    `targets` (rows,) holds the true next token of each row. The softmax runs over the full
+    logits width; log_softmax is always float32, even for bf16/fp16 models.
+    """
+    logp = torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
+    p = logp.exp()  # (rows, vocab)
+    mu = torch.einsum("rv,rv->r", p, logp)  # (rows,)
+    centred = logp - mu[:, None]  # (rows, vocab); centred form avoids E[x²]-E[x]² cancellation
+    var = torch.einsum("rv,rv->r", p, centred.square_())
+    top1_logprob, top1_id = logp.max(dim=-1)
+    return {
+        "logprob": logp.gather(-1, targets[:, None]).squeeze(-1),
+        "mu": mu,
+        "sigma": var.clamp_min_(0.0).sqrt_(),
+        "top1_id": top1_id,
+        "top1_logprob": top1_logprob,
+        "entropy": -mu,
+    }

@@ -1,0 +1,75 @@
+"""Tiny offline models and tokenizers for tests: built from a config in milliseconds, no hub access."""
+from __future__ import annotations
+
+import random
+from functools import lru_cache
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+)
+
+WORDS = (
+    "the of and to in is was for on that with as by at from his her an which are were this be "
+    "river castle engine protein galaxy violin harbour orchard senate glacier comet lantern "
+    "merchant cathedral theorem bishop falcon canyon meadow tunnel quartz saffron monsoon ember "
+    "seventeen north ancient silver painted quietly elected founded married ruled built wrote"
+).split()
+
+
+def random_texts(n: int, *, seed: int, min_words: int = 8, max_words: int = 24) -> list[str]:
+    """Random word sequences: held-out texts are unpredictable, so memorised ones stand out."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(min_words, max_words))]
+        words[0] = words[0].capitalize()
+        out.append(" ".join(words) + ".")
+    return out
+
+
+@lru_cache(maxsize=4)
+def tiny_tokenizer(vocab_size: int = 300) -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer trained on random texts; `<|endoftext|>` is its boundary token."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(random_texts(400, seed=vocab_size) + [" ".join(WORDS)], trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>", pad_token="<|endoftext|>"
+    )
+
+
+def tiny_llama(vocab_size: int, *, seed: int = 0, max_positions: int = 256, logits_width: int | None = None):
+    """A 2-layer Llama-architecture causal LM; `logits_width` may exceed the tokenizer's vocabulary."""
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=logits_width or vocab_size,
+        hidden_size=48,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=False,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+def tiny_gpt2(vocab_size: int, *, seed: int = 0, max_positions: int = 256):
+    """A 2-layer GPT-2-architecture causal LM (a second architecture, e.g. for reference models)."""
+    torch.manual_seed(seed)
+    config = GPT2Config(vocab_size=vocab_size, n_embd=32, n_layer=2, n_head=4, n_positions=max_positions)
+    return GPT2LMHeadModel(config).eval()
