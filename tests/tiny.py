@@ -73,3 +73,26 @@ def tiny_gpt2(vocab_size: int, *, seed: int = 0, max_positions: int = 256):
     torch.manual_seed(seed)
     config = GPT2Config(vocab_size=vocab_size, n_embd=32, n_layer=2, n_head=4, n_positions=max_positions)
     return GPT2LMHeadModel(config).eval()
+
+
+def train_causal_lm(model, tokenizer, texts: list[str], *, steps: int, lr: float = 3e-3, seed: int = 0):
+    """Fit a tiny model to `texts` (each preceded by `<|endoftext|>`, as scoring sees documents)."""
+    torch.manual_seed(seed)
+    boundary = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    seqs = [[boundary] + tokenizer(t)["input_ids"] for t in texts]
+    width = max(map(len, seqs))
+    ids = torch.full((len(seqs), width), boundary, dtype=torch.long)
+    labels = torch.full((len(seqs), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(s)
+        labels[i, : len(s)] = torch.tensor(s)
+        mask[i, : len(s)] = 1
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    for _ in range(steps):
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()

@@ -1,0 +1,232 @@
+"""The `mia` command line: score texts, evaluate methods on labelled data, build frequency tables.
+
+Every bad input ends with one line `error: <what is wrong, naming the file>` and exit code 2.
+Set MIA_DEBUG=1 to see the traceback instead.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="MIA Lens: was this text in a model's training data?")
+freq_app = typer.Typer(no_args_is_help=True, help="Token-frequency tables (for DC-PDD).")
+app.add_typer(freq_app, name="freq")
+
+DEFAULT_METHODS = "loss,zlib,min_k,min_k_pp"
+#: Errors that are the user's input, not a bug: reported in one line with exit code 2.
+USER_ERRORS = (ValueError, KeyError, TypeError, FileNotFoundError, IsADirectoryError, PermissionError)
+
+
+class _Fail(Exception):
+    """A user-facing failure already phrased for the terminal."""
+
+
+def _error(message: str) -> None:
+    raise _Fail(message)
+
+
+def _methods(spec: str) -> list[str]:
+    from .methods import get_method
+
+    names = [m.strip() for m in spec.split(",") if m.strip()]
+    if not names:
+        _error("--methods is empty; give e.g. loss,zlib,min_k,min_k_pp")
+    for name in names:
+        get_method(name)  # raises with the list of available methods
+    return names
+
+
+def _progress(label: str):
+    """A tqdm bar on stderr driven by the core's progress(done, total) callback."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(desc=label, unit="tok", file=sys.stderr, disable=None, leave=False)
+
+    def update(done: int, total: int | None) -> None:
+        if total is not None and bar.total != total:
+            bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return update
+
+
+def _writable(path: Path) -> Path:
+    if not path.parent.exists():
+        _error(f"output folder does not exist: {path.parent}")
+    return path
+
+
+def _load(model: str, device: str, dtype: str, allow_pickle: bool, trust_remote_code: bool):
+    from .loading import load_model
+
+    typer.echo(f"loading model {model} …", err=True)
+    return load_model(model, device=device, dtype=dtype, allow_pickle=allow_pickle, trust_remote_code=trust_remote_code)
+
+
+def _score_frame(lm, texts, methods, *, k, bos, long_text, ref_model, freq, a, opts):
+    """Method scores plus per-text token counts and the long-text policy applied."""
+    from .scoring import score_texts
+
+    extra = {}
+    if "ref" in methods:
+        if not ref_model:
+            _error("method ref needs --ref-model")
+        extra["ref_model"] = _load(ref_model, *opts)
+    if "dc_pdd" in methods:
+        if not freq:
+            _error("method dc_pdd needs --freq (build one with: mia freq build)")
+        extra.update(freq=freq, a=a)
+    df = score_texts(lm, texts, methods, k=k, bos=bos, long_text=long_text, progress=_progress("scoring"), **extra)
+    stats = lm.token_stats(texts, bos=bos, long_text=long_text)  # cached: no model call
+    df.insert(0, "n_tokens", [s.n_scored for s in stats])
+    df.insert(1, "long_text", [s.long_text for s in stats])
+    return df
+
+
+ModelOpt = typer.Option(..., "--model", help="'demo', a local folder, or a Hugging Face hub id")
+MethodsOpt = typer.Option(DEFAULT_METHODS, "--methods", help="comma-separated method names (see: mia methods)")
+
+
+@app.command()
+def score(
+    model: str = ModelOpt,
+    input: Path = typer.Option(..., "--input", help=".txt/.md (one text), folder of .txt, .csv/.tsv/.jsonl/.json"),
+    output: Path = typer.Option(..., "--output", help="CSV of scores, one row per text"),
+    methods: str = MethodsOpt,
+    k: float = typer.Option(0.2, "--k", help="fraction of tokens for min_k / min_k_pp"),
+    text_column: str = typer.Option("text", "--text-column"),
+    bos: str = typer.Option("auto", "--bos", help="auto: prepend the document-boundary token; none: reference-code behaviour"),
+    long_text: str = typer.Option("sliding", "--long-text", help="sliding or truncate, for texts longer than the context"),
+    ref_model: Optional[str] = typer.Option(None, "--ref-model", help="reference model for method ref"),
+    freq: Optional[Path] = typer.Option(None, "--freq", help="frequency table for method dc_pdd"),
+    a: float = typer.Option(0.01, "--a", help="DC-PDD cap on each token's score"),
+    device: str = typer.Option("auto", "--device"),
+    dtype: str = typer.Option("auto", "--dtype"),
+    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="allow pickle (.bin) weights: only for trusted sources"),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="run the model repository's own code"),
+) -> None:
+    """Score texts with membership-inference methods (higher = more likely a member)."""
+    from .inputs import read_texts
+
+    names = _methods(methods)
+    data = read_texts(input, text_column=text_column)
+    _writable(output)
+    opts = (device, dtype, allow_pickle, trust_remote_code)
+    lm = _load(model, *opts)
+    df = _score_frame(lm, data["text"].tolist(), names, k=k, bos=bos, long_text=long_text,
+                      ref_model=ref_model, freq=freq, a=a, opts=opts)
+    df.insert(0, "id", data["id"].to_numpy())
+    df.to_csv(output, index=False)
+    typer.echo(f"wrote {len(df)} rows × {len(names)} methods to {output}", err=True)
+
+
+@app.command("eval")
+def evaluate_cmd(
+    model: str = ModelOpt,
+    input: Path = typer.Option(..., "--input", help=".csv/.tsv/.jsonl/.json with a text and a 0/1 label column"),
+    output: Path = typer.Option(..., "--output", help="metrics JSON"),
+    methods: str = MethodsOpt,
+    label_column: str = typer.Option("label", "--label-column", help="1 = member, 0 = non-member"),
+    text_column: str = typer.Option("text", "--text-column"),
+    k: float = typer.Option(0.2, "--k"),
+    bos: str = typer.Option("auto", "--bos"),
+    long_text: str = typer.Option("sliding", "--long-text"),
+    ref_model: Optional[str] = typer.Option(None, "--ref-model"),
+    freq: Optional[Path] = typer.Option(None, "--freq"),
+    a: float = typer.Option(0.01, "--a"),
+    n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the intervals"),
+    seed: int = typer.Option(0, "--seed"),
+    scores_output: Optional[Path] = typer.Option(None, "--scores-output", help="also write per-sample scores (CSV)"),
+    device: str = typer.Option("auto", "--device"),
+    dtype: str = typer.Option("auto", "--dtype"),
+    allow_pickle: bool = typer.Option(False, "--allow-pickle"),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
+) -> None:
+    """Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and the blind baseline."""
+    from .evaluation import evaluate_frame, format_report
+    from .inputs import read_labelled
+
+    names = _methods(methods)
+    data = read_labelled(input, text_column=text_column, label_column=label_column)
+    _writable(output)
+    opts = (device, dtype, allow_pickle, trust_remote_code)
+    lm = _load(model, *opts)
+    texts = data["text"].tolist()
+    df = _score_frame(lm, texts, names, k=k, bos=bos, long_text=long_text, ref_model=ref_model, freq=freq, a=a, opts=opts)
+    report = evaluate_frame(df[names], data["label"].to_numpy(), texts, n_boot=n_boot, seed=seed)
+    report["run"] = {"model": lm.name, "fingerprint": lm.fingerprint, "input": str(input), "k": k, "bos": bos,
+                     "n_boot": n_boot, "seed": seed}
+    output.write_text(json.dumps(report, indent=2))
+    if scores_output is not None:
+        df.insert(0, "label", data["label"].to_numpy())
+        df.insert(0, "id", data["id"].to_numpy())
+        df.to_csv(_writable(scores_output), index=False)
+    typer.echo(format_report(report, names))
+    typer.echo(f"wrote {output}", err=True)
+
+
+@freq_app.command("build")
+def freq_build(
+    model: str = ModelOpt,
+    output: Path = typer.Option(..., "--output", help="the table (.npz)"),
+    corpus: List[Path] = typer.Option([], "--corpus", help="corpus file or folder (.txt/.jsonl/.json, optionally .gz); repeatable"),
+    more: List[Path] = typer.Argument(None, help="more corpus paths"),
+    text_field: str = typer.Option("text", "--text-field", help="field holding the text in .jsonl/.json"),
+) -> None:
+    """Count token occurrences of a reference corpus with the model's tokenizer."""
+    from .frequency import build_frequency_table
+    from .loading import load_model
+
+    sources = list(corpus) + list(more or [])
+    if not sources:
+        _error("give at least one --corpus PATH")
+    for path in sources:
+        if not path.exists():
+            _error(f"corpus path not found: {path}")
+    _writable(output)
+    lm = load_model(model, device="cpu")  # only the tokenizer and the logits width are used
+    from .corpus import iter_corpus_texts
+
+    table = build_frequency_table(lm.tokenizer, iter_corpus_texts(sources, text_field=text_field),
+                                  vocab_size=lm.vocab_width, corpus_description=", ".join(map(str, sources)))
+    if table.total == 0:
+        _error(f"the corpus has no tokens: {', '.join(map(str, sources))}")
+    table.save(output)
+    typer.echo(f"counted {table.total:,} tokens in {table.n_texts:,} texts → {output}", err=True)
+
+
+@app.command("methods")
+def list_methods() -> None:
+    """List the available methods and what each needs."""
+    from .methods import METHODS
+
+    for spec in METHODS.values():
+        params = ", ".join(spec.param_names) or "-"
+        typer.echo(f"{spec.name:10s} {spec.label:18s} needs: {'+'.join(spec.needs):24s} params: {params}\n           {spec.summary}")
+
+
+def main() -> None:
+    """Console entry point: run the app, turning user errors into one line and exit code 2."""
+    try:
+        app(standalone_mode=False)
+    except (_Fail, *USER_ERRORS) as err:
+        if os.environ.get("MIA_DEBUG"):
+            raise
+        message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+        typer.echo(f"error: {message}", err=True)
+        sys.exit(2)
+    except typer.Abort:
+        sys.exit(130)
+    except Exception as err:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(err, click.exceptions.ClickException):
+            err.show()
+            sys.exit(err.exit_code)
+        raise

@@ -1,0 +1,56 @@
+"""Shared fixtures: tiny offline models and tokenizers, a per-test statistics cache."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tiny import random_texts, tiny_gpt2, tiny_llama, tiny_tokenizer, train_causal_lm  # noqa: E402
+
+from mia_core import LanguageModel  # noqa: E402
+from mia_core.stats_cache import StatsCache  # noqa: E402
+
+
+@pytest.fixture
+def tok():
+    return tiny_tokenizer(300)
+
+
+@pytest.fixture
+def make_lm(tmp_path):
+    """Factory: wrap a model and tokenizer as a LanguageModel with a private statistics cache."""
+
+    def make(model, tokenizer, **kwargs):
+        return LanguageModel(model, tokenizer, name="tiny", stats_cache=StatsCache(tmp_path / "stats"), **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def llama_lm(tok, make_lm):
+    """Untrained tiny Llama whose logits (320) are wider than the tokenizer (300), like Pythia's."""
+    return make_lm(tiny_llama(len(tok), seed=0, logits_width=320), tok)
+
+
+@pytest.fixture
+def gpt2_lm(make_lm):
+    """Untrained tiny GPT-2 with a different tokenizer (280 tokens), e.g. as a reference model."""
+    tok280 = tiny_tokenizer(280)
+    return make_lm(tiny_gpt2(len(tok280), seed=1), tok280)
+
+
+@pytest.fixture(scope="session")
+def membership(tmp_path_factory):
+    """A tiny Llama trained for seconds on 40 member texts; 40 held-out texts from the same source."""
+    tok = tiny_tokenizer(300)
+    texts = random_texts(80, seed=7)
+    members, nonmembers = texts[:40], texts[40:]
+    model = train_causal_lm(tiny_llama(len(tok), seed=1), tok, members, steps=40, lr=5e-3)
+    cache = StatsCache(tmp_path_factory.mktemp("membership-stats"))
+    lm = LanguageModel(model, tok, name="tiny-trained", stats_cache=cache)
+    ref_tok = tiny_tokenizer(280)
+    ref_lm = LanguageModel(tiny_gpt2(len(ref_tok), seed=3), ref_tok, name="tiny-ref", stats_cache=cache)
+    return {"lm": lm, "ref_lm": ref_lm, "members": members, "nonmembers": nonmembers}

@@ -1,0 +1,184 @@
+"""Token statistics against a naive float64 oracle: values, batching, windows, BOS policies, cache."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from oracle import naive_stats
+from tiny import random_texts, tiny_llama
+from tokenizers import processors
+from transformers import PreTrainedTokenizerFast
+
+from mia_core import forward
+from mia_core.boundary import boundary_token_id
+
+FIELDS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
+
+
+def full_ids(lm, text):
+    return [lm.tokenizer.convert_tokens_to_ids("<|endoftext|>")] + lm.tokenizer(text)["input_ids"]
+
+
+def assert_matches(stats, expected, rtol=1e-5, atol=1e-5):
+    for name in FIELDS:
+        np.testing.assert_allclose(getattr(stats, name), expected[name], rtol=rtol, atol=atol, err_msg=name)
+    np.testing.assert_array_equal(stats.top1_id, expected["top1_id"])
+
+
+@pytest.mark.parametrize("fixture", ["llama_lm", "gpt2_lm"])
+def test_stats_match_naive_oracle(fixture, request):
+    lm = request.getfixturevalue(fixture)
+    texts = random_texts(6, seed=11, min_words=1, max_words=30)
+    for stats in lm.token_stats(texts, cache=False):
+        ids = full_ids(lm, stats.text)
+        assert stats.n_scored == len(ids) - 1 == stats.n_text_tokens
+        assert stats.vocab_width == lm.vocab_width
+        np.testing.assert_array_equal(stats.token_ids, ids[1:])
+        assert_matches(stats, naive_stats(lm.model, ids))
+
+
+def test_logits_wider_than_tokenizer_are_all_in_the_softmax(llama_lm):
+    assert llama_lm.vocab_width == 320 > len(llama_lm.tokenizer)
+    stats = llama_lm.token_stats(["Silver river."], cache=False)[0]
+    assert_matches(stats, naive_stats(llama_lm.model, full_ids(llama_lm, "Silver river.")))
+
+
+def test_offsets_and_display_strings_cover_the_text(llama_lm):
+    text = "The <b>castle</b>\n  by the  river."
+    stats = llama_lm.token_stats([text], cache=False)[0]
+    assert "".join(text[a:b] for a, b in stats.offsets) == text
+    assert stats.tokens == [text[a:b] for a, b in stats.offsets]
+
+
+def test_batching_and_fallback_head_are_invariant(llama_lm, monkeypatch):
+    texts = random_texts(9, seed=3, min_words=2, max_words=40)
+    batched = llama_lm.token_stats(texts, cache=False, batch_tokens=256)
+    single = [llama_lm.token_stats([t], cache=False, batch_tokens=1)[0] for t in texts]
+    monkeypatch.setattr(forward, "plain_head", lambda model: None)  # full-logits path
+    full_logits = llama_lm.token_stats(texts, cache=False, batch_tokens=10_000)
+    for a, b, c in zip(batched, single, full_logits):
+        for name in FIELDS:
+            assert np.max(np.abs(getattr(a, name) - getattr(b, name)), initial=0) <= 1e-4
+            assert np.max(np.abs(getattr(a, name) - getattr(c, name)), initial=0) <= 1e-4
+
+
+def test_pack_batches_respects_the_token_budget():
+    segs = [forward.Segment(i, [0] * n, 1) for i, n in enumerate([5, 30, 12, 12, 7, 30])]
+    batches = forward.pack_batches(segs, 40)
+    assert sorted(i for b in batches for i in b) == list(range(6))
+    for batch in batches:
+        width = max(len(segs[i].ids) for i in batch)
+        assert len(batch) == 1 or len(batch) * width <= 40
+        assert [len(segs[i].ids) for i in batch] == sorted((len(segs[i].ids) for i in batch), reverse=True)
+
+
+def test_bos_none_leaves_first_token_unscored(llama_lm):
+    text = "Ancient harbour built north."
+    stats = llama_lm.token_stats([text], bos="none", cache=False)[0]
+    ids = llama_lm.tokenizer(text)["input_ids"]
+    assert stats.boundary_token is None and stats.bos_policy == "none"
+    assert stats.n_scored == len(ids) - 1
+    np.testing.assert_array_equal(stats.token_ids, ids[1:])
+    assert_matches(stats, naive_stats(llama_lm.model, ids))
+    with pytest.raises(ValueError, match="bos"):
+        llama_lm.token_stats([text], bos="bos")
+
+
+def _tokenizer_with_specials(tok, bos, eos, adds_bos=False):
+    backend = tok.backend_tokenizer.__class__.from_str(tok.backend_tokenizer.to_str())
+    backend.add_special_tokens(["<|im_start|>", "<|im_end|>", "<s>"])
+    if adds_bos:
+        backend.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A", special_tokens=[(bos, backend.token_to_id(bos))])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token=bos, eos_token=eos)
+
+
+def test_boundary_rule_never_uses_chat_tokens(tok):
+    chat = _tokenizer_with_specials(tok, "<|im_start|>", "<|im_end|>")  # SmolLM2-Instruct's setup
+    assert boundary_token_id(chat) == chat.convert_tokens_to_ids("<|endoftext|>")
+    plain = _tokenizer_with_specials(tok, "<s>", "<|im_end|>")
+    assert boundary_token_id(plain) == plain.convert_tokens_to_ids("<s>")
+    adds = _tokenizer_with_specials(tok, "<s>", "<|im_end|>", adds_bos=True)  # LLaMA-style
+    assert boundary_token_id(adds) is None
+
+
+def test_tokenizer_that_adds_bos_scores_every_text_token(tok, make_lm):
+    adds = _tokenizer_with_specials(tok, "<s>", "<|im_end|>", adds_bos=True)
+    lm = make_lm(tiny_llama(len(adds), seed=2), adds)
+    text = "Quietly elected senate."
+    ids = adds(text)["input_ids"]
+    stats = lm.token_stats([text], cache=False)[0]
+    assert ids[0] == adds.bos_token_id and stats.boundary_token is None
+    assert stats.n_scored == len(ids) - 1 == len(tok(text)["input_ids"])
+    assert_matches(stats, naive_stats(lm.model, ids))
+
+
+def test_sliding_windows_give_each_token_its_window_context(tok, make_lm):
+    context = 16
+    lm = make_lm(tiny_llama(len(tok), seed=4, max_positions=context), tok, max_length=context)
+    text = " ".join(random_texts(3, seed=5))
+    ids = full_ids(lm, text)
+    assert len(ids) > 3 * context
+    stats = lm.token_stats([text], cache=False)[0]
+    assert stats.long_text == "sliding" and stats.n_scored == len(ids) - 1
+
+    def window_start(t):  # windows end at 16, 24, 32, … (stride 8): a token's window is the first reaching it
+        if t < context:
+            return 0
+        end = context
+        while end <= t:
+            end = min(end + context // 2, len(ids))
+        return end - context
+
+    assert_matches(stats, naive_stats(lm.model, ids, context_start=window_start), atol=2e-5)
+
+    truncated = lm.token_stats([text], long_text="truncate", cache=False)[0]
+    assert truncated.long_text == "truncated" and truncated.n_scored == context - 1
+    assert_matches(truncated, naive_stats(lm.model, ids[:context]))
+
+
+def test_split_windows_cover_every_token_once():
+    for n in (1, 2, 16, 17, 40, 101):
+        windows = forward.split_windows(n, 16, 8)
+        scored = [i for a, b, s in windows for i in range(a + s, b)]
+        assert scored == list(range(1, n))
+        assert all(b - a <= 16 and (s >= 8 or a == 0) for a, b, s in windows)
+
+
+def test_cache_hit_does_not_run_the_model(llama_lm):
+    calls = []
+    llama_lm.model.get_input_embeddings().register_forward_hook(lambda *a: calls.append(1))
+    texts = random_texts(4, seed=9)
+    first = llama_lm.token_stats(texts)
+    n_first = len(calls)
+    assert n_first > 0
+    second = llama_lm.token_stats(texts)
+    assert len(calls) == n_first  # answered from disk
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.logprob, b.logprob)
+        assert a.tokens == b.tokens and a.boundary_token == b.boundary_token
+    llama_lm.token_stats(texts, bos="none")  # another policy is another key
+    assert len(calls) > n_first
+
+
+def test_empty_text_has_no_scored_tokens_and_methods_refuse_it(llama_lm):
+    from mia_core import score
+
+    stats = llama_lm.token_stats(["", "x"], cache=False)
+    assert stats[0].n_scored == 0 and stats[1].n_scored == 1
+    with pytest.raises(ValueError, match="empty"):
+        score("min_k", stats[0])
+    assert np.isfinite(score("min_k_pp", stats[1]).value)
+
+
+def test_progress_reports_tokens(llama_lm):
+    seen = []
+    llama_lm.token_stats(random_texts(5, seed=2), cache=False, batch_tokens=64, progress=lambda d, t: seen.append((d, t)))
+    assert seen and seen[-1][0] == seen[-1][1] and all(a[0] < b[0] for a, b in zip(seen, seen[1:]))
+
+
+def test_stats_are_float32_reductions_of_bf16_models(tok, make_lm):
+    model = tiny_llama(len(tok), seed=6).to(torch.bfloat16)
+    lm = make_lm(model, tok)
+    stats = lm.token_stats(["Painted lantern."], cache=False)[0]
+    assert stats.logprob.dtype == np.float32 and np.all(np.isfinite(stats.sigma))
