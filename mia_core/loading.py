@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import socket
+import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -149,7 +150,8 @@ def _hub_snapshot(repo_id: str, *, allow_pickle: bool) -> Path:
         return Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=True))
     except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError):
         pass
-    if constants.HF_HUB_OFFLINE or not hub_reachable(constants.ENDPOINT):
+    offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    if offline or not hub_reachable(constants.ENDPOINT):
         raise ModelLoadError(
             f"model {repo_id!r} is not in the local Hugging Face cache and the hub is unreachable (offline); "
             "use 'demo' or a local folder"
@@ -163,14 +165,26 @@ def _hub_snapshot(repo_id: str, *, allow_pickle: bool) -> Path:
 
 
 def hub_reachable(endpoint: str, timeout: float = 2.0) -> bool:
-    """True if a TCP connection to the hub endpoint opens within `timeout` seconds."""
+    """True if a TCP connection to the hub endpoint opens within `timeout` seconds.
+
+    Runs in a daemon thread so that a hanging DNS lookup (not covered by socket timeouts) cannot
+    delay the answer either.
+    """
     url = urlparse(endpoint)
     port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    answer: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection((url.hostname, port), timeout=timeout):
+                answer.append(True)
+        except OSError:
+            answer.append(False)
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(answer and answer[0])
 
 
 def check_weights(folder: Path, allow_pickle: bool) -> None:
