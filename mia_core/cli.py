@@ -6,6 +6,7 @@ Set MIA_DEBUG=1 to see the traceback instead.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -16,6 +17,8 @@ import typer
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="MIA Lens: was this text in a model's training data?")
 freq_app = typer.Typer(no_args_is_help=True, help="Token-frequency tables (for DC-PDD).")
 app.add_typer(freq_app, name="freq")
+demo_app = typer.Typer(no_args_is_help=True, help="The known-membership demo (demo-known, demo-wiki, demo-books).")
+app.add_typer(demo_app, name="demo")
 
 DEFAULT_METHODS = "loss,zlib,min_k,min_k_pp"
 #: Errors that are the user's input, not a bug: reported in one line with exit code 2.
@@ -33,7 +36,7 @@ def _error(message: str) -> None:
 def _methods(spec: str) -> list[str]:
     from .methods import get_method
 
-    names = [m.strip() for m in spec.split(",") if m.strip()]
+    names = list(dict.fromkeys(m.strip() for m in spec.split(",") if m.strip()))
     if not names:
         _error("--methods is empty; give e.g. loss,zlib,min_k,min_k_pp")
     for name in names:
@@ -54,6 +57,31 @@ def _progress(label: str):
         bar.refresh()
 
     return update
+
+
+def _check_options(*, k: float, bos: str, long_text: str, n_boot: int = 1000) -> None:
+    """Reject bad option values before any model is loaded."""
+    from .language_model import BOS_POLICIES, LONG_TEXT_POLICIES
+    from .methods.registry import check_k
+
+    check_k(k)
+    if bos not in BOS_POLICIES:
+        _error(f"--bos must be one of {', '.join(BOS_POLICIES)} (got {bos!r})")
+    if long_text not in LONG_TEXT_POLICIES:
+        _error(f"--long-text must be one of {', '.join(LONG_TEXT_POLICIES)} (got {long_text!r})")
+    if n_boot < 100:
+        _error(f"--n-boot must be at least 100 (got {n_boot})")
+
+
+def _json_safe(value):
+    """NaN and infinities become null: strict JSON parsers reject them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _writable(path: Path) -> Path:
@@ -89,6 +117,16 @@ def _score_frame(lm, texts, methods, *, k, bos, long_text, ref_model, freq, a, o
     return df
 
 
+def _labelled_input(path: Path, text_column: str, label_column: str):
+    """A labelled file, or a built-in demo set named instead of a file."""
+    from . import datasets
+    from .inputs import read_labelled
+
+    if not path.exists() and str(path) in datasets.DESCRIPTIONS:
+        return datasets.load(str(path))
+    return read_labelled(path, text_column=text_column, label_column=label_column)
+
+
 ModelOpt = typer.Option(..., "--model", help="'demo', a local folder, or a Hugging Face hub id")
 MethodsOpt = typer.Option(DEFAULT_METHODS, "--methods", help="comma-separated method names (see: mia methods)")
 
@@ -96,7 +134,8 @@ MethodsOpt = typer.Option(DEFAULT_METHODS, "--methods", help="comma-separated me
 @app.command()
 def score(
     model: str = ModelOpt,
-    input: Path = typer.Option(..., "--input", help=".txt/.md (one text), folder of .txt, .csv/.tsv/.jsonl/.json"),
+    input: Path = typer.Option(..., "--input", help=".txt/.md (one text), folder of .txt, .csv/.tsv/.jsonl/.json, "
+                               "or a built-in set (see: mia datasets)"),
     output: Path = typer.Option(..., "--output", help="CSV of scores, one row per text"),
     methods: str = MethodsOpt,
     k: float = typer.Option(0.2, "--k", help="fraction of tokens for min_k / min_k_pp"),
@@ -112,10 +151,13 @@ def score(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="run the model repository's own code"),
 ) -> None:
     """Score texts with membership-inference methods (higher = more likely a member)."""
+    from . import datasets
     from .inputs import read_texts
 
     names = _methods(methods)
-    data = read_texts(input, text_column=text_column)
+    _check_options(k=k, bos=bos, long_text=long_text)
+    named = not input.exists() and str(input) in datasets.DESCRIPTIONS
+    data = datasets.load(str(input)) if named else read_texts(input, text_column=text_column)
     _writable(output)
     opts = (device, dtype, allow_pickle, trust_remote_code)
     lm = _load(model, *opts)
@@ -129,7 +171,8 @@ def score(
 @app.command("eval")
 def evaluate_cmd(
     model: str = ModelOpt,
-    input: Path = typer.Option(..., "--input", help=".csv/.tsv/.jsonl/.json with a text and a 0/1 label column"),
+    input: Path = typer.Option(..., "--input", help=".csv/.tsv/.jsonl/.json with a text and a 0/1 label column, "
+                               "or a built-in set: demo-wiki, demo-books (see: mia datasets)"),
     output: Path = typer.Option(..., "--output", help="metrics JSON"),
     methods: str = MethodsOpt,
     label_column: str = typer.Option("label", "--label-column", help="1 = member, 0 = non-member"),
@@ -150,23 +193,26 @@ def evaluate_cmd(
 ) -> None:
     """Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and the blind baseline."""
     from .evaluation import evaluate_frame, format_report
-    from .inputs import read_labelled
 
     names = _methods(methods)
-    data = read_labelled(input, text_column=text_column, label_column=label_column)
+    _check_options(k=k, bos=bos, long_text=long_text, n_boot=n_boot)
+    data = _labelled_input(input, text_column, label_column)
     _writable(output)
+    if scores_output is not None:
+        _writable(scores_output)
     opts = (device, dtype, allow_pickle, trust_remote_code)
     lm = _load(model, *opts)
     texts = data["text"].tolist()
     df = _score_frame(lm, texts, names, k=k, bos=bos, long_text=long_text, ref_model=ref_model, freq=freq, a=a, opts=opts)
     report = evaluate_frame(df[names], data["label"].to_numpy(), texts, n_boot=n_boot, seed=seed)
-    report["run"] = {"model": lm.name, "fingerprint": lm.fingerprint, "input": str(input), "k": k, "bos": bos,
-                     "n_boot": n_boot, "seed": seed}
-    output.write_text(json.dumps(report, indent=2))
+    report["run"] = {"model": lm.name, "fingerprint": lm.fingerprint, "input": str(input), "methods": names,
+                     "k": k, "bos": bos, "long_text": long_text, "ref_model": ref_model,
+                     "freq": str(freq) if freq else None, "a": a, "n_boot": n_boot, "seed": seed}
+    output.write_text(json.dumps(_json_safe(report), indent=2))
     if scores_output is not None:
         df.insert(0, "label", data["label"].to_numpy())
         df.insert(0, "id", data["id"].to_numpy())
-        df.to_csv(_writable(scores_output), index=False)
+        df.to_csv(scores_output, index=False)
     typer.echo(format_report(report, names))
     typer.echo(f"wrote {output}", err=True)
 
@@ -199,6 +245,40 @@ def freq_build(
         _error(f"the corpus has no tokens: {', '.join(map(str, sources))}")
     table.save(output)
     typer.echo(f"counted {table.total:,} tokens in {table.n_texts:,} texts → {output}", err=True)
+
+
+@app.command("datasets")
+def list_datasets() -> None:
+    """List the built-in labelled sets (usable as --input of mia eval)."""
+    from .datasets import list_datasets as sets
+
+    for item in sets():
+        typer.echo(f"{item['name']:12s} {item['description']}")
+
+
+@demo_app.command("build")
+def demo_build(
+    seed: int = typer.Option(0, "--seed", help="seed of the split, the LoRA initialisation and the data order"),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="default: assets/demo-known (the committed copy)"),
+    epochs: int = typer.Option(3, "--epochs"),
+    lr: float = typer.Option(4e-4, "--lr"),
+) -> None:
+    """Rebuild the demo-known adapter from scratch: seeded split, LoRA training on members, manifest."""
+    from tqdm.auto import tqdm
+
+    from .demo_known import build_demo
+    from .demo_train import LoraSettings
+
+    bar = tqdm(desc="training LoRA on member texts", unit="step", file=sys.stderr)
+
+    def progress(step: int, total: int, loss: float) -> None:
+        bar.total = total
+        bar.n = step
+        bar.set_postfix(loss=f"{loss:.3f}")
+
+    record = build_demo(output_dir, seed=seed, settings=LoraSettings(seed=seed, epochs=epochs, lr=lr), progress=progress)
+    bar.close()
+    typer.echo(json.dumps(record, indent=1))
 
 
 @app.command("methods")

@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .token_stats import reduce_logits
 
@@ -68,6 +69,18 @@ def plain_head(model: nn.Module) -> tuple[nn.Module, nn.Linear] | None:
     if not isinstance(head, nn.Linear) or backbone is model:
         return None
     return backbone, head
+
+
+def float32_head(head: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The head's weight and bias in float32 (a copy, cached on the module, for half-precision models)."""
+    if head.weight.dtype == torch.float32:
+        return head.weight, head.bias
+    cached = getattr(head, "_mia_float32", None)
+    if cached is None or cached[0].device != head.weight.device:
+        bias = head.bias.float() if head.bias is not None else None
+        cached = (head.weight.float(), bias)
+        head._mia_float32 = cached
+    return cached
 
 
 def pack_batches(segments: list[Segment], batch_tokens: int) -> list[list[int]]:
@@ -132,7 +145,9 @@ def _batch_stats(model, split, input_ids, mask, rows, targets) -> dict[str, np.n
         backbone, head = split
         hidden = backbone(input_ids=input_ids, attention_mask=mask, use_cache=False)[0]  # (b, T, H)
         flat = hidden.reshape(-1, hidden.shape[-1])[rows]  # (rows, H)
-        logits_of = lambda sl: head(flat[sl])  # noqa: E731  (rows, vocab) computed per chunk
+        weight, bias = float32_head(head)
+        # the head runs in float32 even for bf16/fp16 models: bf16 logits are too coarse for log-probs
+        logits_of = lambda sl: F.linear(flat[sl].float(), weight, bias)  # noqa: E731  (rows, vocab)
     else:
         logits = model(input_ids=input_ids, attention_mask=mask, use_cache=False).logits  # (b, T, V)
         flat = logits.reshape(-1, logits.shape[-1])

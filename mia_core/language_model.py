@@ -48,6 +48,9 @@ class LanguageModel:
             model.config, "n_positions", None
         )
         self.max_length = min(v for v in (max_length, config_max, 1 << 20) if v)
+        if self.max_length < 2:
+            raise ValueError(f"max_length must be at least 2 tokens (got {self.max_length})")
+        self._boundary = boundary_token_id(tokenizer)
         self.stats_cache = stats_cache if stats_cache is not None else StatsCache(cache_root() / "stats")
 
     @property
@@ -92,7 +95,8 @@ class LanguageModel:
         if long_text not in LONG_TEXT_POLICIES:
             raise ValueError(f"long_text must be one of {LONG_TEXT_POLICIES} (got {long_text!r})")
         texts = [str(t) for t in texts]
-        model_key = f"{self.fingerprint}|{self.dtype}|bos={bos}|{long_text}|ctx={self.max_length}"
+        boundary = self._boundary if bos == "auto" else None  # tokenizer configs can change it
+        model_key = f"{self.fingerprint}|{self.dtype}|bos={bos}:{boundary}|{long_text}|ctx={self.max_length}"
         keys = [self.stats_cache.key(model_key, t) for t in texts] if cache else []
         out: list[TokenStats | None] = [self.stats_cache.get(k, t) for k, t in zip(keys, texts)] if cache else [None] * len(texts)
         todo = [i for i, s in enumerate(out) if s is None]
@@ -108,13 +112,15 @@ class LanguageModel:
 
     def _compute(self, texts, bos, long_text, progress, batch_tokens) -> list[TokenStats]:
         """Tokenise, window and run the model on texts that were not cached."""
-        boundary = boundary_token_id(self.tokenizer) if bos == "auto" else None
+        boundary = self._boundary if bos == "auto" else None
         encodings = [self._encode(t) for t in texts]
         segments: list[Segment] = []
         flags = []
         for owner, (ids, _) in enumerate(encodings):
             full = ([boundary] if boundary is not None else []) + ids
-            if len(full) <= self.max_length:
+            if len(full) < 2:  # nothing to score (empty text, or one token with no boundary)
+                windows, flag = [], "none"
+            elif len(full) <= self.max_length:
                 windows, flag = [(0, len(full), 1)], "none"
             elif long_text == "truncate":
                 windows, flag = [(0, self.max_length, 1)], "truncated"
@@ -122,9 +128,7 @@ class LanguageModel:
                 windows, flag = split_windows(len(full), self.max_length, self.max_length // 2), "sliding"
             flags.append(flag)
             segments += [Segment(owner, full[a:b], s) for a, b, s in windows]
-        budget = batch_tokens or self._auto_batch_tokens()
-        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        seg_stats = run_segments(self.model, segments, batch_tokens=budget, pad_id=pad_id, progress=progress)
+        seg_stats = self._run(segments, batch_tokens, progress)
         per_text: list[list[dict]] = [[] for _ in texts]
         for seg, stats in zip(segments, seg_stats):
             per_text[seg.owner].append(stats)
@@ -134,13 +138,38 @@ class LanguageModel:
             for i, (text, parts) in enumerate(zip(texts, per_text))
         ]
 
+    def _run(self, segments, batch_tokens, progress) -> list[dict]:
+        """Run the segments; on a CUDA out-of-memory error halve the token budget and retry."""
+        budget = batch_tokens or self._auto_batch_tokens()
+        # padded positions are masked, so any id the embedding has will do
+        pad_id = self.tokenizer.pad_token_id
+        pad_id = pad_id if pad_id is not None and pad_id < self.vocab_width else 0
+        while True:
+            try:
+                return run_segments(self.model, segments, batch_tokens=budget, pad_id=pad_id, progress=progress)
+            except torch.cuda.OutOfMemoryError:
+                if budget <= self.max_length:
+                    raise
+                torch.cuda.empty_cache()
+                budget = max(self.max_length, budget // 2)
+
     def _encode(self, text: str) -> tuple[list[int], list[tuple[int, int]] | None]:
-        """Token ids with `add_special_tokens=True`, and character offsets where the tokenizer has them."""
+        """Token ids with `add_special_tokens=True` and character offsets (where the tokenizer has them).
+
+        Special tokens a tokenizer appends after the text (an EOS) are dropped: they are not text.
+        """
         try:
-            enc = self.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True)
-            return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
+            enc = self.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True,
+                                 return_special_tokens_mask=True)
+            offsets = [tuple(o) for o in enc["offset_mapping"]]
         except (NotImplementedError, ValueError):  # slow tokenizers have no offsets
-            return list(self.tokenizer(text, add_special_tokens=True)["input_ids"]), None
+            enc = self.tokenizer(text, add_special_tokens=True, return_special_tokens_mask=True)
+            offsets = None
+        ids, special = list(enc["input_ids"]), list(enc["special_tokens_mask"])
+        end = len(ids)
+        while end > 0 and special[end - 1] and (end > 1 or ids[0] != self.tokenizer.bos_token_id):
+            end -= 1
+        return ids[:end], offsets[:end] if offsets is not None else None
 
     def _assemble(self, text, encoding, parts, bos, boundary_str, flag) -> TokenStats:
         """Join window statistics and attach ids, display strings and offsets of the scored tokens."""
@@ -148,6 +177,7 @@ class LanguageModel:
         n_scored = sum(len(p["logprob"]) for p in parts)
         # scored tokens are full[1 : 1 + n_scored]; full = [boundary] + ids, or ids itself
         first = 0 if boundary_str is not None else 1
+        first_token_scored = boundary_str is not None or bool(ids) and ids[0] == self.tokenizer.bos_token_id
         scored_ids = np.asarray(ids[first : first + n_scored], dtype=np.int64)
         if offsets is not None:
             spans = np.asarray(offsets[first : first + n_scored], dtype=np.int64).reshape(-1, 2)
@@ -171,6 +201,7 @@ class LanguageModel:
             entropy=joined.get("entropy", np.empty(0, np.float32)),
             bos_policy=bos,
             boundary_token=boundary_str,
+            first_token_scored=first_token_scored,
             long_text=flag,
             n_text_tokens=len(ids),
             vocab_width=self.vocab_width,
@@ -184,10 +215,10 @@ class LanguageModel:
         cfg = self.model.config
         hidden = getattr(cfg, "hidden_size", 1024)
         inter = getattr(cfg, "intermediate_size", None) or 4 * hidden
-        heads = getattr(cfg, "num_attention_heads", 16)
         elem = torch.finfo(self.dtype).bits // 8
-        # live activations of one layer per token, plus an attention row per head if SDPA falls back
-        per_token = elem * (8 * hidden + 4 * inter) + 4 * heads * self.max_length
+        # live activations of one layer per token (attention runs fused: memory linear in T);
+        # an out-of-memory error halves the budget and retries (`_run`)
+        per_token = elem * (8 * hidden + 4 * inter)
         return int(min(max(free * 0.5 // per_token, self.max_length), 1 << 17))
 
 
@@ -196,6 +227,6 @@ def _weights_fingerprint(model: nn.Module, tokenizer) -> str:
     digest = hashlib.sha256(tokenizer_fingerprint(tokenizer).encode())
     for name, tensor in model.state_dict().items():
         digest.update(name.encode())
-        digest.update(tensor.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes())
+        digest.update(tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()[:16]
 

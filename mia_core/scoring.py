@@ -13,6 +13,7 @@ import pandas as pd
 from .frequency import FrequencyTable, load_frequency_table
 from .identity import tokenizer_fingerprint
 from .methods import Score, get_method
+from .methods.registry import check_k
 from .token_stats import TokenStats
 
 #: Keyword arguments that supply a method's inputs rather than its parameters.
@@ -35,13 +36,14 @@ def _inputs_for_one(needs: tuple[str, ...], stats: TokenStats, kwargs: dict) -> 
     """Pop the inputs a method needs out of kwargs, computing statistics where a model was given."""
     lm, ref_model = kwargs.pop("lm", None), kwargs.pop("ref_model", None)
     given = {key: kwargs.pop(key, None) for key in ("lowercase_stats", "ref_stats", "freq")}
+    policy = {"bos": stats.bos_policy, "long_text": "truncate" if stats.long_text == "truncated" else "sliding"}
     inputs = {}
     if "lowercase_stats" in needs:
         inputs["lowercase_stats"] = given["lowercase_stats"] or _require(lm, "lowercase", "lowercase_stats= or lm=").token_stats(
-            [stats.text.lower()], bos=stats.bos_policy)[0]
+            [stats.text.lower()], **policy)[0]
     if "ref_stats" in needs:
         inputs["ref_stats"] = given["ref_stats"] or _require(ref_model, "ref", "ref_stats= or ref_model=").token_stats(
-            [stats.text], bos=stats.bos_policy)[0]
+            [stats.text], **policy)[0]
     if "freq" in needs:
         inputs["freq"] = _frequency_table(_require(given["freq"], "dc_pdd", "freq="), None)
     return inputs
@@ -63,7 +65,10 @@ def score_texts(
     `params` holds method parameters (e.g. `a=0.01` for dc_pdd) and inputs (`ref_model=`, `freq=`);
     `k` goes to every method that has a `k`. Extra model passes run batched over all texts.
     """
+    methods = list(dict.fromkeys(methods))  # each method once, in the given order
     specs = [get_method(m) for m in methods]
+    if any("k" in s.param_names for s in specs):
+        check_k(k)
     needs = {n for s in specs for n in s.needs}
     ref_model, freq = params.pop("ref_model", None), params.pop("freq", None)
     used = {name for s in specs for name in s.param_names}

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import uuid
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,7 @@ class StatsCache:
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in _ARRAYS}
                 meta = json.loads(str(data["meta"]))
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # unreadable entry: a miss
             return None
         return TokenStats(text=text, tokens=meta.pop("tokens"), **arrays, **meta)
 
@@ -52,11 +53,12 @@ class StatsCache:
         meta = {
             "tokens": stats.tokens,
             "bos_policy": stats.bos_policy,
+            "first_token_scored": stats.first_token_scored,
             "boundary_token": stats.boundary_token,
             "long_text": stats.long_text,
             "n_text_tokens": stats.n_text_tokens,
             "vocab_width": stats.vocab_width,
         }
-        tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+        tmp = path.with_name(f"{path.stem}.{uuid.uuid4().hex}.tmp.npz")  # unique per writer (threads too)
         np.savez(tmp, meta=np.array(json.dumps(meta)), **{n: getattr(stats, n) for n in _ARRAYS})
         tmp.replace(path)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+#: Log-probs are floored here (p < e^-10000 is 0 in float32 anyway) so that masked logits stay finite.
+LOGPROB_FLOOR = -1e4
 #: Per-token float arrays that a `TokenStats` carries, in storage order.
 FLOAT_FIELDS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
 
@@ -30,6 +32,8 @@ class TokenStats:
     entropy : Shannon entropy of p(· | x_<t) in nats (= -mu).
     bos_policy : the BOS policy the statistics were computed under ("auto" or "none").
     boundary_token : the document-boundary token prepended (`bos="auto"`), else None.
+    first_token_scored : whether the text's first token was scored (a boundary token was prepended
+        or the tokenizer put its own BOS first); False under `bos="none"` without a tokenizer BOS.
     long_text : "none" (fits the context), "sliding" (windowed with left context) or "truncated".
     n_text_tokens : tokens the tokenizer produced for the whole text (before any truncation).
     vocab_width : width of the logits the softmax ran over.
@@ -47,6 +51,7 @@ class TokenStats:
     entropy: np.ndarray
     bos_policy: str = "auto"
     boundary_token: str | None = None
+    first_token_scored: bool = True
     long_text: str = "none"
     n_text_tokens: int = 0
     vocab_width: int = 0
@@ -56,6 +61,13 @@ class TokenStats:
     def n_scored(self) -> int:
         """Number of scored tokens."""
         return int(self.token_ids.shape[0])
+
+    @property
+    def scored_text(self) -> str:
+        """The part of the text the scores cover: all of it, or the kept prefix when truncated."""
+        if self.long_text != "truncated" or self.n_scored == 0:
+            return self.text
+        return self.text[: int(self.offsets[:, 1].max())]
 
     @property
     def rank_is_top1(self) -> np.ndarray:
@@ -70,7 +82,8 @@ def reduce_logits(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
     `targets` (rows,) holds the true next token of each row. The softmax runs over the full
     logits width; log_softmax is always float32, even for bf16/fp16 models.
     """
-    logp = torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
+    # (rows, vocab); the floor keeps −inf logits (masked vocabulary) from turning 0·(−inf) into NaN
+    logp = torch.log_softmax(logits.float(), dim=-1).clamp_(min=LOGPROB_FLOOR)
     p = logp.exp()  # (rows, vocab)
     mu = torch.einsum("rv,rv->r", p, logp)  # (rows,)
     top1_logprob, top1_id = logp.max(dim=-1)

@@ -130,3 +130,23 @@ def test_console_script_exits_2_without_traceback(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().startswith("error: ") and "x.csv" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_nan_metrics_are_written_as_null(model_dir, tmp_path):
+    src = tmp_path / "tiny.csv"
+    pd.DataFrame({"text": random_texts(4, seed=8), "label": [1, 0, 0, 0]}).to_csv(src, index=False)
+    code, _, err = run_cli("eval", "--model", model_dir, "--input", src, "--methods", "loss,loss",
+                           "--output", tmp_path / "m.json", "--n-boot", "200")
+    assert code == 0, err
+    text = (tmp_path / "m.json").read_text()
+    assert "NaN" not in text and json.loads(text)["blind_baseline"]["auroc"] is None
+
+
+@pytest.mark.parametrize("option, value, needle", [("--k", "0", "k must be in"), ("--bos", "bos", "--bos"),
+                                                   ("--long-text", "cut", "--long-text")])
+def test_bad_options_fail_before_loading_a_model(option, value, needle, tmp_path):
+    src = tmp_path / "ok.csv"
+    src.write_text("text\nhello\n")
+    code, _, err = run_cli("score", "--model", "no-such-model-anywhere", "--input", src, "--output", tmp_path / "o.csv",
+                           option, value)
+    assert code == 2 and needle in err and "loading model" not in err

@@ -45,6 +45,9 @@ def test_remote_code_is_never_run_by_default(tmp_path):
 
 @pytest.mark.parametrize("spec, needle", [
     ("no-such-org/no-such-model", "unreachable"),
+    ("EleutherAI/pythia-1.4b", "unreachable"),  # dots are fine in hub ids: a hub id, not a path
+    ("Qwen/Qwen2.5-0.5B", "unreachable"),
+    ("a/b/c", "not found"),
     ("./no/such/folder", "not found"),
     ("not a model name!", "not found"),
 ])
@@ -83,3 +86,12 @@ def test_demo_model_scores_texts():
     df = score_texts(lm, texts, [m for m, s in METHODS.items() if s.needs == ("stats",)])
     assert df.notna().all().all()
     assert df["loss"][0] > df["loss"][1]  # fluent text beats a word salad
+
+
+def test_corrupt_weights_are_a_clear_load_error(tmp_path):
+    folder = tmp_path / "corrupt"
+    folder.mkdir()
+    tiny_llama(300).config.save_pretrained(folder)
+    (folder / "model.safetensors").write_bytes(b"not safetensors")
+    with pytest.raises(ModelLoadError, match="could not load the model"):
+        load_model(str(folder))

@@ -182,3 +182,99 @@ def test_stats_are_float32_reductions_of_bf16_models(tok, make_lm):
     lm = make_lm(model, tok)
     stats = lm.token_stats(["Painted lantern."], cache=False)[0]
     assert stats.logprob.dtype == np.float32 and np.all(np.isfinite(stats.sigma))
+
+
+def test_appended_eos_is_not_scored(tok, make_lm):
+    backend = tok.backend_tokenizer.__class__.from_str(tok.backend_tokenizer.to_str())
+    eot = backend.token_to_id("<|endoftext|>")
+    backend.post_processor = processors.TemplateProcessing(single="$A <|endoftext|>", special_tokens=[("<|endoftext|>", eot)])
+    appends = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
+    lm = make_lm(tiny_llama(len(appends), seed=2), appends)
+    text = "Silver harbour."
+    stats = lm.token_stats([text], cache=False)[0]
+    assert stats.token_ids.tolist() == tok(text)["input_ids"]  # the trailing <|endoftext|> is not text
+    assert stats.offsets[-1, 1] == len(text)
+
+
+def test_cache_key_follows_the_boundary_token(tok, make_lm, tmp_path):
+    from mia_core.stats_cache import StatsCache
+
+    model = tiny_llama(len(tok), seed=0, logits_width=310)  # room for the added special tokens
+    cache = StatsCache(tmp_path / "shared")
+    first = make_lm(model, tok)
+    first.stats_cache = cache
+    other_tok = _tokenizer_with_specials(tok, "<s>", "<|im_end|>")  # same vocabulary ids, another boundary
+    second = make_lm(model, other_tok)
+    second.stats_cache, second.fingerprint = cache, first.fingerprint  # even under one fingerprint
+    a = first.token_stats(["River castle."])[0]
+    b = second.token_stats(["River castle."])[0]
+    assert (a.boundary_token, b.boundary_token) == ("<|endoftext|>", "<s>")
+    assert not np.allclose(a.logprob[0], b.logprob[0])
+
+
+def test_texts_with_nothing_to_score_do_not_break_the_batch(llama_lm):
+    stats = llama_lm.token_stats(["River castle north.", "", "x"], bos="none", cache=False)
+    assert [s.n_scored for s in stats] == [len(llama_lm.tokenizer("River castle north.")["input_ids"]) - 1, 0, 0]
+    assert stats[0].first_token_scored is False
+    with pytest.raises(ValueError, match="text 1: no token to score"):
+        from mia_core import score_texts
+
+        score_texts(llama_lm, ["River castle north.", ""], ["loss"], bos="none")
+
+
+def test_truncated_zlib_uses_the_scored_prefix(tok, make_lm):
+    import zlib
+
+    from mia_core import score
+
+    lm = make_lm(tiny_llama(len(tok), seed=4, max_positions=16), tok, max_length=16)
+    text = " ".join(random_texts(3, seed=5))
+    stats = lm.token_stats([text], long_text="truncate", cache=False)[0]
+    prefix = text[: stats.offsets[-1, 1]]
+    assert stats.scored_text == prefix and len(prefix) < len(text)
+    expected = stats.logprob.astype(float).mean() / len(zlib.compress(prefix.encode()))
+    assert score("zlib", stats).value == pytest.approx(expected, rel=1e-6)
+
+
+def test_half_precision_models_get_a_float32_head(tok, make_lm):
+    model = tiny_llama(len(tok), seed=6)
+    text = "Painted lantern by the river."
+    ids = full_ids(make_lm(model, tok), text)
+    half = make_lm(tiny_llama(len(tok), seed=6).to(torch.bfloat16), tok)
+    stats = half.token_stats([text], cache=False)[0]
+    with torch.inference_mode():  # oracle: bf16 backbone, float32 head and log_softmax
+        hidden = half.model.model(torch.tensor([ids]))[0][0, :-1].float()
+        logp = torch.log_softmax(hidden @ half.model.lm_head.weight.float().T, -1)
+    expected = logp.gather(-1, torch.tensor(ids[1:])[:, None]).squeeze(-1).numpy()
+    np.testing.assert_allclose(stats.logprob, expected, atol=1e-5)
+
+
+def test_corrupt_cache_entries_are_misses(llama_lm):
+    texts = ["Quartz meadow."]
+    first = llama_lm.token_stats(texts)[0]
+    for path in llama_lm.stats_cache.root.rglob("*.npz"):
+        path.write_bytes(path.read_bytes()[:50])
+    again = llama_lm.token_stats(texts)[0]
+    np.testing.assert_array_equal(first.logprob, again.logprob)
+
+
+def test_pad_id_outside_the_model_vocabulary_is_harmless(tok, make_lm):
+    padded = PreTrainedTokenizerFast(tokenizer_object=tok.backend_tokenizer, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
+    padded.add_special_tokens({"pad_token": "[PAD]"})
+    assert padded.pad_token_id >= 300
+    lm = make_lm(tiny_llama(300, seed=0), padded)
+    stats = lm.token_stats(["River.", "A much longer text about the castle."], cache=False)
+    assert all(np.isfinite(s.logprob).all() for s in stats)
+
+
+def test_minus_infinity_logits_stay_finite():
+    from mia_core.token_stats import reduce_logits
+
+    out = reduce_logits(torch.tensor([[1.0, 2.0, float("-inf")]]), torch.tensor([2]))
+    assert all(torch.isfinite(v).all() for v in out.values())
+    assert out["mu"].item() == pytest.approx(float(np.sum(np.exp([-1.3133, -0.3133]) * [-1.3133, -0.3133])), abs=1e-3)
+
+
+def test_max_length_below_two_is_refused(tok, make_lm):
+    with pytest.raises(ValueError, match="max_length"):
+        make_lm(tiny_llama(len(tok)), tok, max_length=1)

@@ -97,13 +97,19 @@ def require_tokens(stats: TokenStats) -> None:
         raise ValueError(f"no token to score in text {preview!r}: the text is empty (or a single token with bos='none')")
 
 
+def check_k(k: float) -> None:
+    """k is a fraction of the scored tokens."""
+    if not 0 < k <= 1:
+        raise ValueError(f"k must be in (0, 1] (got {k})")
+
+
 def lowest_k(token_scores: np.ndarray, k: float) -> Score:
     """Mean of the `max(1, floor(k·n))` lowest token scores (stable ascending sort), with the mask.
 
-    `int(n * k)` is the reference code's rounding; only its NaN for a zero selection differs.
+    `int(n * k)` is the reference code's rounding, floating-point artefacts included (k = 0.29,
+    n = 100 selects 28); only its NaN for a zero selection differs.
     """
-    if not 0 < k <= 1:
-        raise ValueError(f"k must be in (0, 1] (got {k})")
+    check_k(k)
     n = token_scores.shape[0]
     n_sel = max(1, int(n * k))
     chosen = np.argsort(token_scores, kind="stable")[:n_sel]

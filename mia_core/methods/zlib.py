@@ -16,8 +16,11 @@ def zlib_bytes(text: str) -> int:
 
 @register("zlib", label="Zlib ratio", summary="−loss divided by the zlib-compressed size: discounts texts that are simply predictable.")
 def zlib_ratio(stats: TokenStats, params: NoParams) -> Score:
-    """`mean(logprob) / zlib_bytes(text)`; token scores are the log-probs, all selected."""
+    """`mean(logprob) / zlib_bytes(text)`; token scores are the log-probs, all selected.
+
+    For a truncated text both terms cover the same kept prefix (`TokenStats.scored_text`).
+    """
     require_tokens(stats)
     logprob = stats.logprob.astype(np.float64)
-    value = float(np.mean(logprob) / zlib_bytes(stats.text))
+    value = float(np.mean(logprob) / zlib_bytes(stats.scored_text))
     return Score(value, logprob, np.ones(stats.n_scored, bool))
