@@ -19,5 +19,9 @@ st.table(
     [{"method": s.name, "label": s.label, "needs": " + ".join(s.needs), "what it measures": s.summary}
      for s in mia_core.METHODS.values()]
 )
+st.subheader("Built-in labelled sets (known membership, offline)")
+st.table(mia_core.datasets.list_datasets())
+st.caption("Members are a seeded random half that the `demo-known` model's adapter was trained on; "
+           "the split is random, so the base `demo` model cannot tell the halves apart.")
 st.info("The interactive pages (explore a text, benchmark methods, book audits) arrive with the dashboard. "
         "Meanwhile, the `mia` command line does everything: `mia score`, `mia eval`, `mia freq build`.")

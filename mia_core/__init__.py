@@ -3,7 +3,7 @@
 Data flow: `load_model` → `LanguageModel.token_stats` (one forward pass per text, cached) →
 methods in `METHODS` (`score`, `score_texts`) → `metrics`. No Streamlit anywhere in this package.
 """
-from . import metrics
+from . import datasets, metrics
 from .frequency import FrequencyTable, build_frequency_table, load_frequency_table
 from .language_model import LanguageModel
 from .loading import ModelLoadError, load_model
@@ -15,6 +15,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "FrequencyTable", "LanguageModel", "METHODS", "ModelLoadError", "Score", "TokenStats",
-    "build_frequency_table", "get_method", "load_frequency_table", "load_model", "metrics",
+    "build_frequency_table", "datasets", "get_method", "load_frequency_table", "load_model", "metrics",
     "score", "score_texts",
 ]

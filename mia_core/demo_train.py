@@ -30,8 +30,8 @@ class LoraSettings:
 
     r: int = 16
     alpha: int = 32
-    lr: float = 4e-4
-    epochs: int = 3
+    lr: float = 1e-3
+    epochs: int = 4
     batch_size: int = 8
     block_tokens: int = 256
     warmup_steps: int = 10

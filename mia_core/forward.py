@@ -160,6 +160,6 @@ def _batch_stats(model, split, input_ids, mask, rows, targets) -> dict[str, np.n
             for key, value in reduce_logits(logits[sl], targets[begin + sub : begin + sub + REDUCE_CHUNK_ROWS]).items():
                 parts.setdefault(key, []).append(value)
     if not parts:  # a batch with nothing to score (one-token texts)
-        empty = {k: torch.empty(0) for k in ("logprob", "mu", "sigma", "top1_logprob", "entropy")}
-        return {**{k: v.numpy() for k, v in empty.items()}, "top1_id": np.empty(0, np.int64)}
+        empty = {k: np.empty(0, np.float32) for k in ("logprob", "mu", "sigma", "top1_logprob", "entropy")}
+        return {**empty, "top1_id": np.empty(0, np.int64), "rank": np.empty(0, np.int64)}
     return {k: torch.cat(v).cpu().numpy() for k, v in parts.items()}

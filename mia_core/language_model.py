@@ -199,6 +199,7 @@ class LanguageModel:
             top1_id=joined.get("top1_id", np.empty(0, np.int64)),
             top1_logprob=joined.get("top1_logprob", np.empty(0, np.float32)),
             entropy=joined.get("entropy", np.empty(0, np.float32)),
+            rank=joined.get("rank", np.empty(0, np.int64)),
             bos_policy=bos,
             boundary_token=boundary_str,
             first_token_scored=first_token_scored,

@@ -17,7 +17,7 @@ import numpy as np
 from .identity import text_sha256
 from .token_stats import FLOAT_FIELDS, TokenStats
 
-_ARRAYS = ("token_ids", "offsets", "top1_id", *FLOAT_FIELDS)
+_ARRAYS = ("token_ids", "offsets", "top1_id", "rank", *FLOAT_FIELDS)
 
 
 class StatsCache:

@@ -29,6 +29,7 @@ class TokenStats:
     logprob : log p(x_t | x_<t).
     mu, sigma : mean and standard deviation of log p(v | x_<t) under p(· | x_<t) (Min-K%++).
     top1_id, top1_logprob : the most likely next token and its log-prob.
+    rank : 1-based rank of the true token in p(· | x_<t) (1 = it was the top prediction; ties share).
     entropy : Shannon entropy of p(· | x_<t) in nats (= -mu).
     bos_policy : the BOS policy the statistics were computed under ("auto" or "none").
     boundary_token : the document-boundary token prepended (`bos="auto"`), else None.
@@ -49,6 +50,7 @@ class TokenStats:
     top1_id: np.ndarray
     top1_logprob: np.ndarray
     entropy: np.ndarray
+    rank: np.ndarray
     bos_policy: str = "auto"
     boundary_token: str | None = None
     first_token_scored: bool = True
@@ -69,10 +71,6 @@ class TokenStats:
             return self.text
         return self.text[: int(self.offsets[:, 1].max())]
 
-    @property
-    def rank_is_top1(self) -> np.ndarray:
-        """Boolean mask: the true token was the model's top-1 prediction."""
-        return self.token_ids == self.top1_id
 
 
 @torch.inference_mode()
@@ -88,6 +86,7 @@ def reduce_logits(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
     mu = torch.einsum("rv,rv->r", p, logp)  # (rows,)
     top1_logprob, top1_id = logp.max(dim=-1)
     logprob = logp.gather(-1, targets[:, None]).squeeze(-1)
+    rank = (logp > logprob[:, None]).sum(-1) + 1  # (rows,)
     # centred second moment (avoids E[x²]−E[x]² cancellation), reusing logp's memory in place
     var = torch.einsum("rv,rv->r", p, logp.sub_(mu[:, None]).square_())
     return {
@@ -97,4 +96,5 @@ def reduce_logits(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
         "top1_id": top1_id,
         "top1_logprob": top1_logprob,
         "entropy": -mu,
+        "rank": rank,
     }

@@ -11,7 +11,7 @@ def naive_stats(model, ids: list[int], context_start=None) -> dict[str, np.ndarr
 
     `context_start(t)` gives the first index of the context used for token t (default 0).
     """
-    rows = {k: [] for k in ("logprob", "mu", "sigma", "top1_id", "top1_logprob", "entropy")}
+    rows = {k: [] for k in ("logprob", "mu", "sigma", "top1_id", "top1_logprob", "entropy", "rank")}
     full_logits = None if context_start else model(torch.tensor([ids])).logits[0].double()
     for t in range(1, len(ids)):
         if context_start:
@@ -28,6 +28,7 @@ def naive_stats(model, ids: list[int], context_start=None) -> dict[str, np.ndarr
         rows["top1_id"].append(int(np.argmax(logp)))
         rows["top1_logprob"].append(float(np.max(logp)))
         rows["entropy"].append(float(-np.sum(p * logp)))
+        rows["rank"].append(1 + sum(1 for v in logp if v > logp[ids[t]]))
     return {k: np.asarray(v) for k, v in rows.items()}
 
 

@@ -17,3 +17,4 @@ def test_home_page_renders_and_lists_methods():
     shown = at.table[0].value
     assert sorted(shown["method"]) == sorted(METHODS)
     assert any("never proof" in m.value for m in at.markdown)
+    assert sorted(at.table[1].value["name"]) == ["demo-books", "demo-wiki"]

@@ -30,7 +30,7 @@ def make_stats(logprob, token_ids=None, mu=None, sigma=None, text="x"):
         text=text, token_ids=np.asarray(token_ids if token_ids is not None else np.arange(n)), tokens=["t"] * n,
         offsets=np.zeros((n, 2), int), logprob=np.asarray(logprob, float), mu=np.asarray(mu if mu is not None else zeros),
         sigma=np.asarray(sigma if sigma is not None else zeros + 1), top1_id=np.zeros(n, int), top1_logprob=zeros,
-        entropy=zeros,
+        entropy=zeros, rank=np.ones(n, int),
     )
 
 

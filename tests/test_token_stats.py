@@ -23,6 +23,7 @@ def assert_matches(stats, expected, rtol=1e-5, atol=1e-5):
     for name in FIELDS:
         np.testing.assert_allclose(getattr(stats, name), expected[name], rtol=rtol, atol=atol, err_msg=name)
     np.testing.assert_array_equal(stats.top1_id, expected["top1_id"])
+    np.testing.assert_array_equal(stats.rank, expected["rank"])
 
 
 @pytest.mark.parametrize("fixture", ["llama_lm", "gpt2_lm"])
