@@ -1,0 +1,83 @@
+"""Per-token heatmaps as self-contained HTML: the text coloured by a method's token scores.
+
+Used by the dashboard and by HTML reports. Every piece of user text is HTML-escaped; whitespace
+and newlines are preserved (`white-space: pre-wrap`). Tokens that entered the sequence score
+(the min-k% selection, first occurrences, …) are outlined.
+"""
+from __future__ import annotations
+
+import html
+from typing import Callable
+
+import numpy as np
+
+from .token_stats import TokenStats
+
+#: Diverging scale: low scores (surprising, non-member-like) red, high scores blue.
+LOW, MID, HIGH = (178, 24, 43), (247, 247, 247), (33, 102, 172)
+
+
+def colour_scale(values: np.ndarray, *, centre: float | None = None) -> tuple[float, float, float]:
+    """(low, centre, high) from the 5th/95th percentiles; `centre` defaults to their midpoint."""
+    if values.size == 0:
+        return -1.0, 0.0, 1.0
+    low, high = (float(v) for v in np.percentile(values, [5, 95]))
+    if centre is None:
+        centre = (low + high) / 2
+    low, high = min(low, centre - 1e-9), max(high, centre + 1e-9)
+    return low, centre, high
+
+
+def colour(value: float, low: float, centre: float, high: float) -> str:
+    """CSS rgb() of a value on the diverging scale (clipped to [low, high])."""
+    if value <= centre:
+        t, start, end = (centre - max(value, low)) / (centre - low), MID, LOW
+    else:
+        t, start, end = (min(value, high) - centre) / (high - centre), MID, HIGH
+    r, g, b = (round(s + (e - s) * t) for s, e in zip(start, end))
+    return f"rgb({r},{g},{b})"
+
+
+def token_tooltip(stats: TokenStats, i: int, score: float, decode: Callable[[int], str] | None) -> str:
+    """Hover text of token i: the token, its score, log p, μ, σ, rank and the top-1 alternative."""
+    top1 = decode(int(stats.top1_id[i])) if decode else str(int(stats.top1_id[i]))
+    return (f"token {stats.tokens[i]!r}  score {score:.3f}\nlog p {stats.logprob[i]:.3f}   μ {stats.mu[i]:.3f}   "
+            f"σ {stats.sigma[i]:.3f}\nrank {int(stats.rank[i])}   top-1 {top1!r} (log p {stats.top1_logprob[i]:.3f})")
+
+
+def heatmap_html(stats: TokenStats, token_scores: np.ndarray, selected: np.ndarray, *,
+                 centre: float | None = None, decode: Callable[[int], str] | None = None,
+                 element_id: str = "mia-heatmap") -> str:
+    """The text as coloured token spans, with a legend; every user string escaped."""
+    low, mid, high = colour_scale(np.asarray(token_scores, float), centre=centre)
+    parts, cursor = [], 0
+    text = stats.text
+    for i, (start, end) in enumerate(stats.offsets.tolist()):
+        start = max(start, cursor)  # byte-level pieces of one character share its span: show it once
+        if end <= start:
+            continue
+        if start > cursor:
+            parts.append(html.escape(text[cursor:start]))
+        style = f"background:{colour(float(token_scores[i]), low, mid, high)}"
+        if selected[i]:
+            style += ";outline:2px solid #111;outline-offset:-1px"
+        tip = html.escape(token_tooltip(stats, i, float(token_scores[i]), decode), quote=True)
+        parts.append(f'<span class="mia-tok" style="{style}" title="{tip}">{html.escape(text[start:end])}</span>')
+        cursor = end
+    parts.append(html.escape(text[cursor:]))
+    body = "".join(parts)
+    return (f'<div id="{element_id}" class="mia-heatmap" style="white-space:pre-wrap;font-family:ui-monospace,monospace;'
+            f'line-height:1.7;padding:0.5em;border:1px solid #ddd;border-radius:4px">{body}</div>'
+            + legend_html(low, mid, high))
+
+
+def legend_html(low: float, centre: float, high: float) -> str:
+    """A colour bar with its three reference values and the meaning of an outline."""
+    gradient = f"linear-gradient(to right, rgb{LOW}, rgb{MID}, rgb{HIGH})"
+    return (
+        '<div class="mia-legend" style="display:flex;align-items:center;gap:0.6em;font-size:0.85em;margin-top:0.4em">'
+        f'<span>{low:.2f}</span><span style="display:inline-block;width:14em;height:0.9em;background:{gradient};'
+        f'border:1px solid #ccc"></span><span>{high:.2f}</span>'
+        f'<span style="color:#555">(centre {centre:.2f}; red = low score, less member-like; blue = high)</span>'
+        '<span style="outline:2px solid #111;padding:0 0.3em">outlined</span><span>= tokens in the sequence score</span></div>'
+    )

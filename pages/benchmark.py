@@ -1,0 +1,129 @@
+"""Benchmark methods on labelled texts: ROC curves, metrics with intervals, the blind baseline."""
+from __future__ import annotations
+
+import json
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import mia_core
+from mia_core import datasets
+from mia_core.benchmarks import BENCHMARKS, load_benchmark
+from mia_core.evaluation import evaluate_frame
+from mia_core.inputs import InputError, read_labelled
+from ui.charts import bucket_table, distribution_figure, roc_figure
+from ui.models import cached_model
+
+METHODS = [name for name, spec in mia_core.METHODS.items() if set(spec.needs) <= {"stats", "lowercase_stats"}]
+
+
+def data_ui() -> tuple[str, pd.DataFrame | None]:
+    """The labelled data: a built-in demo set, an uploaded file, or a hub benchmark."""
+    source = st.radio("Data", ["Built-in demo set", "Upload CSV/JSONL", "Hub benchmark (online)"], horizontal=True,
+                      key="bench_source")
+    if source == "Built-in demo set":
+        name = st.selectbox("Set", [d["name"] for d in datasets.list_datasets()], key="bench_set")
+        per_class = st.number_input("Texts per class (a seeded sample; fewer = faster)", 5, 240, 60, 5, key="bench_n")
+        st.caption(f"{datasets.DESCRIPTIONS[name]}. A random split: the blind baseline should sit near 0.5.")
+        df = datasets.load(name)
+        return name, df.groupby("label", group_keys=False).apply(lambda g: g.sample(min(len(g), per_class), random_state=0))
+    if source == "Upload CSV/JSONL":
+        upload = st.file_uploader("Labelled file (1 = member, 0 = non-member)", type=["csv", "tsv", "jsonl", "json"],
+                                  key="bench_upload")
+        text_col = st.text_input("Text column", "text", key="bench_text_col")
+        label_col = st.text_input("Label column", "label", key="bench_label_col")
+        if upload is None:
+            return "", None
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / Path(upload.name).name
+            path.write_bytes(upload.getvalue())
+            try:
+                return upload.name, read_labelled(path, text_column=text_col, label_column=label_col)
+            except InputError as err:
+                st.error(str(err))
+                return "", None
+    name = st.selectbox("Benchmark", list(BENCHMARKS), key="bench_hub")
+    st.caption(BENCHMARKS[name].note)
+    if not st.button("Load from the hub", key="bench_hub_load"):
+        return st.session_state.get("bench_hub_data", ("", None))
+    try:
+        with st.spinner(f"Downloading {name} …"):
+            data = (name, load_benchmark(name))
+    except Exception as err:  # offline, gated, renamed: say so, keep the page alive
+        st.error(f"Could not load {name} from the hub: {str(err).splitlines()[0]}")
+        return "", None
+    st.session_state["bench_hub_data"] = data
+    return data
+
+
+def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float) -> None:
+    """Score every text with every method (progress bar), evaluate, keep the result in the session."""
+    bar = st.progress(0.0, text="Scoring …")
+    lm = cached_model(spec)
+    scores = mia_core.score_texts(lm, data["text"].tolist(), methods, k=k,
+                                  progress=lambda done, total: bar.progress(min(1.0, done / max(total, 1)), text="Scoring …"))
+    bar.progress(1.0, text="Evaluating …")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = evaluate_frame(scores, data["label"].to_numpy(), data["text"].tolist(), n_boot=1000, seed=0)
+    bar.empty()
+    st.session_state["bench_result"] = {"name": name, "model": spec, "data": data.reset_index(drop=True),
+                                        "scores": scores, "report": report, "k": k}
+
+
+def metrics_table(report: dict, methods: list[str]) -> pd.DataFrame:
+    rows = []
+    for m in methods:
+        r = report[m]
+        rows.append({"method": m, "AUROC": r["auroc"], "95% CI": f"[{r['auroc_ci'][0]:.3f}, {r['auroc_ci'][1]:.3f}]",
+                     "TPR@5%FPR": r["tpr@5%fpr"], "TPR@1%FPR": r["tpr@1%fpr"], "TPR@0.1%FPR": r["tpr@0.1%fpr"],
+                     "FPR@95%TPR": r["fpr@95%tpr"]})
+    rows.append({"method": "blind baseline (no model)", "AUROC": report["blind_baseline"]["auroc"]})
+    return pd.DataFrame(rows)
+
+
+def draw(result: dict) -> None:
+    """ROC, metrics, blind-baseline warning, distributions, length buckets, downloads."""
+    data, scores, report = result["data"], result["scores"], result["report"]
+    labels = data["label"].to_numpy()
+    methods = list(scores.columns)
+    st.subheader(f"{result['name']} — {report['n_members']} members, {report['n_nonmembers']} non-members, "
+                 f"model {result['model']}")
+    for warning in report["warnings"]:
+        st.warning(f"⚠ {warning}")
+    log_scale = st.toggle("log-log axes (low false-positive regime)", key="bench_log")
+    st.plotly_chart(roc_figure(labels, scores, log_scale=log_scale), key="bench_roc")
+    st.dataframe(metrics_table(report, methods), hide_index=True, key="bench_metrics")
+    notes = sorted({w for m in methods for w in report[m]["warnings"]})
+    for note in notes:
+        st.caption(note)
+    method = st.selectbox("Score distribution of", methods, key="bench_dist")
+    st.plotly_chart(distribution_figure(labels, scores[method].to_numpy(), method), key="bench_hist")
+    st.markdown("**AUROC by text length (words)**")
+    st.dataframe(bucket_table(labels, scores, data["text"].tolist()), hide_index=True, key="bench_buckets")
+    per_sample = pd.concat([data.drop(columns=["text"]), scores], axis=1)
+    c1, c2 = st.columns(2)
+    c1.download_button("Per-sample scores (CSV)", per_sample.to_csv(index=False), "scores.csv", "text/csv")
+    clean = json.loads(json.dumps(report, default=float).replace("NaN", "null"))
+    c2.download_button("Metrics (JSON)", json.dumps(clean, indent=2), "metrics.json", "application/json")
+
+
+st.title("Benchmark methods")
+spec = st.session_state.get("model_spec")
+name, data = data_ui()
+methods = st.multiselect("Methods", METHODS, default=["loss", "zlib", "min_k", "min_k_pp"], key="bench_methods",
+                         format_func=lambda m: mia_core.METHODS[m].label)
+k = st.slider("k for Min-K% methods", 0.05, 1.0, 0.2, 0.05, key="bench_k")
+ready = spec is not None and data is not None and len(data) > 0 and methods
+if spec is None:
+    st.warning("Load a model in the sidebar first.")
+elif data is not None and len(np.unique(data["label"])) < 2:
+    st.error("The data needs both members (1) and non-members (0).")
+elif st.button("Run", type="primary", disabled=not ready, key="bench_run"):
+    run(spec, name, data, methods, k)
+if "bench_result" in st.session_state:
+    draw(st.session_state["bench_result"])

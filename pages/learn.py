@@ -1,0 +1,56 @@
+"""Learn: each method's formula, and a live toy example of Min-K%++'s "is the true token a mode?"."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+FORMULAS = {
+    "Loss": (r"\mathrm{score}(x) = \frac{1}{n}\sum_{t} \log p(x_t \mid x_{<t})",
+             "Models fit their training data: members have higher likelihood (lower loss)."),
+    "Zlib": (r"\mathrm{score}(x) = \frac{\frac{1}{n}\sum_t \log p(x_t \mid x_{<t})}{\mathrm{zlib}(x)}",
+             "Divides out how compressible (generically predictable) the text is."),
+    "Min-K% Prob": (r"\mathrm{score}(x) = \frac{1}{|S|}\sum_{t\in S} \log p(x_t \mid x_{<t}),\ S = \text{the } k\% \text{ lowest}",
+                    "Non-members contain a few very surprising tokens; members rarely do."),
+    "Min-K%++": (r"z_t = \frac{\log p(x_t \mid x_{<t}) - \mu_t}{\sigma_t},\ \mu_t = \mathbb{E}_{v\sim p}\log p(v),\ "
+                 r"\sigma_t^2 = \mathrm{Var}_{v\sim p}\log p(v)",
+                 "Training pushes each true token towards a mode of the next-token distribution; average the k% lowest z."),
+    "DC-PDD": (r"\alpha_t = \min\!\big(-p(x_t \mid x_{<t}) \log f(x_t),\ a\big),\ \beta = \mathrm{mean}_{\text{first occurrences}}\ \alpha_t",
+               "Calibrates probabilities by how rare a token is in a reference corpus."),
+    "Lowercase": (r"\mathrm{score}(x) = \mathrm{loss}(\mathrm{lower}(x)) / \mathrm{loss}(x)",
+                  "Members lose more likelihood when their exact casing is destroyed."),
+    "Reference model": (r"\mathrm{score}(x) = \overline{\log p_{\text{target}}}(x) - \overline{\log p_{\text{ref}}}(x)",
+                        "A smaller model of the same data calibrates how hard the text is."),
+}
+
+st.title("Learn: how the methods decide")
+for name, (formula, idea) in FORMULAS.items():
+    with st.expander(name, expanded=name == "Min-K%++"):
+        st.latex(formula)
+        st.write(idea)
+
+st.subheader("Try it: is the true token a mode?")
+st.write("Edit the model's next-token probabilities (they are renormalised) and pick the true token. "
+         "Min-K% only sees its probability; Min-K%++ compares it with the whole distribution.")
+default = pd.DataFrame({"token": ["the", "a", "his", "her", "this", "that", "my", "our", "one", "its"],
+                        "probability": [0.2, 0.2, 0.15, 0.1, 0.1, 0.08, 0.07, 0.05, 0.03, 0.02]})
+table = st.data_editor(default, num_rows="fixed", key="learn_dist", hide_index=True)
+probs = np.clip(table["probability"].to_numpy(dtype=float), 1e-9, None)
+probs = probs / probs.sum()
+true_token = st.selectbox("True next token", table["token"], key="learn_true")
+i = int(np.flatnonzero(table["token"].to_numpy() == true_token)[0])
+logp = np.log(probs)
+mu = float(np.sum(probs * logp))
+sigma = float(np.sqrt(np.sum(probs * (logp - mu) ** 2)))
+z = (logp[i] - mu) / max(sigma, 1e-12)
+fig = go.Figure(go.Bar(x=table["token"], y=probs, marker_pattern_shape=["/" if j == i else "" for j in range(len(probs))],
+                       marker_color=["#b2182b" if j == i else "#9ecae1" for j in range(len(probs))]))
+fig.update_layout(yaxis_title="p(v | prefix)", height=300, margin={"t": 20})
+st.plotly_chart(fig, key="learn_bar")
+c1, c2, c3 = st.columns(3)
+c1.metric("Min-K% token score: log p", f"{logp[i]:.3f}")
+c2.metric("μ (expected log p)", f"{mu:.3f}")
+c3.metric("Min-K%++ token score: z", f"{z:.3f}")
+st.caption("z > 0: the true token is more likely than the model's typical prediction — a mode-like, member-like token.")
+st.page_link("pages/explore.py", label="Try the methods on a real text →", icon="🔬")

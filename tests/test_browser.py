@@ -1,0 +1,71 @@
+"""A real browser: headless Chromium loads the running dashboard, scores a text, and we keep a screenshot."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.5)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_explore_page_in_chromium(server):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=flags)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{server}/explore", timeout=120_000)
+        box = page.get_by_label("Text")
+        box.wait_for(timeout=120_000)
+        box.fill("The quick brown fox jumps over the lazy dog.\nIt was the best of times, it was the worst of times.")
+        page.keyboard.press("Control+Enter")
+        page.get_by_role("button", name="Score").click()
+        heatmap = page.locator("#heatmap-min_k_pp")
+        heatmap.wait_for(timeout=180_000)
+        assert page.locator(".mia-legend").count() >= 1
+        assert heatmap.locator(".mia-tok").count() > 10
+        assert "quick brown fox" in heatmap.inner_text()
+        page.screenshot(path=str(ARTIFACTS / "explore_heatmap.png"), full_page=True)
+        page.goto(f"{server}/benchmark", timeout=60_000)
+        page.get_by_text("Benchmark methods").first.wait_for(timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / "benchmark_page.png"), full_page=True)
+        browser.close()
+    assert (ARTIFACTS / "explore_heatmap.png").stat().st_size > 10_000
