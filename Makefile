@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8501
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test bench browser clean
 
 setup: $(STAMP)
 
@@ -20,7 +20,11 @@ $(STAMP): requirements.txt pyproject.toml
 run: setup
 	HF_HUB_OFFLINE=$${HF_HUB_OFFLINE:-1} $(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) --browser.gatherUsageStats false
 
-test: setup
+# Debian's Chromium for the real-browser test (needs root; skipped with a message otherwise)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium missing: the browser test will be skipped"; }
+
+test: setup browser
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 bench: setup

@@ -5,12 +5,12 @@ import streamlit as st
 
 from ui.models import model_sidebar
 
-st.set_page_config(page_title="MIA Lens", page_icon="🔎", layout="wide")
-navigation = st.navigation([
-    st.Page("pages/home.py", title="Home", icon="🏠", default=True),
-    st.Page("pages/explore.py", title="Explore a text", icon="🔬"),
-    st.Page("pages/benchmark.py", title="Benchmark methods", icon="📈"),
-    st.Page("pages/learn.py", title="Learn", icon="🎓"),
-])
+st.set_page_config(page_title="MIA Lens", page_icon=":material/search:", layout="wide")
 model_sidebar()
+navigation = st.navigation([
+    st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("app_pages/explore.py", title="Explore a text", icon=":material/biotech:"),
+    st.Page("app_pages/benchmark.py", title="Benchmark methods", icon=":material/monitoring:"),
+    st.Page("app_pages/learn.py", title="Learn", icon=":material/school:"),
+])
 navigation.run()

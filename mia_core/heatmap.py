@@ -38,6 +38,12 @@ def colour(value: float, low: float, centre: float, high: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
+def text_colour(background: str) -> str:
+    """Black or white text, whichever reads better on the background (relative luminance)."""
+    r, g, b = (int(v) for v in background[4:-1].split(","))
+    return "#111" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#fff"
+
+
 def token_tooltip(stats: TokenStats, i: int, score: float, decode: Callable[[int], str] | None) -> str:
     """Hover text of token i: the token, its score, log p, μ, σ, rank and the top-1 alternative."""
     top1 = decode(int(stats.top1_id[i])) if decode else str(int(stats.top1_id[i]))
@@ -58,7 +64,8 @@ def heatmap_html(stats: TokenStats, token_scores: np.ndarray, selected: np.ndarr
             continue
         if start > cursor:
             parts.append(html.escape(text[cursor:start]))
-        style = f"background:{colour(float(token_scores[i]), low, mid, high)}"
+        background = colour(float(token_scores[i]), low, mid, high)
+        style = f"background:{background};color:{text_colour(background)}"
         if selected[i]:
             style += ";outline:2px solid #111;outline-offset:-1px"
         tip = html.escape(token_tooltip(stats, i, float(token_scores[i]), decode), quote=True)

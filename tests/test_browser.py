@@ -53,7 +53,7 @@ def test_explore_page_in_chromium(server):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=flags)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{server}/explore", timeout=120_000)
-        box = page.get_by_label("Text")
+        box = page.locator("textarea").first
         box.wait_for(timeout=120_000)
         box.fill("The quick brown fox jumps over the lazy dog.\nIt was the best of times, it was the worst of times.")
         page.keyboard.press("Control+Enter")
@@ -63,7 +63,10 @@ def test_explore_page_in_chromium(server):
         assert page.locator(".mia-legend").count() >= 1
         assert heatmap.locator(".mia-tok").count() > 10
         assert "quick brown fox" in heatmap.inner_text()
-        page.screenshot(path=str(ARTIFACTS / "explore_heatmap.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / "explore_page.png"))
+        heatmap.scroll_into_view_if_needed()
+        page.locator(".mia-legend").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "explore_heatmap.png"))
         page.goto(f"{server}/benchmark", timeout=60_000)
         page.get_by_text("Benchmark methods").first.wait_for(timeout=60_000)
         page.screenshot(path=str(ARTIFACTS / "benchmark_page.png"), full_page=True)

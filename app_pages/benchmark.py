@@ -30,7 +30,8 @@ def data_ui() -> tuple[str, pd.DataFrame | None]:
         per_class = st.number_input("Texts per class (a seeded sample; fewer = faster)", 5, 240, 60, 5, key="bench_n")
         st.caption(f"{datasets.DESCRIPTIONS[name]}. A random split: the blind baseline should sit near 0.5.")
         df = datasets.load(name)
-        return name, df.groupby("label", group_keys=False).apply(lambda g: g.sample(min(len(g), per_class), random_state=0))
+        sample = [g.sample(min(len(g), per_class), random_state=0) for _, g in df.groupby("label")]
+        return name, pd.concat(sample).sort_index()
     if source == "Upload CSV/JSONL":
         upload = st.file_uploader("Labelled file (1 = member, 0 = non-member)", type=["csv", "tsv", "jsonl", "json"],
                                   key="bench_upload")

@@ -16,9 +16,9 @@ st.markdown(
     "labels, makes a result meaningful."
 )
 c1, c2, c3 = st.columns(3)
-c1.page_link("pages/explore.py", label="Explore a text token by token", icon="🔬")
-c2.page_link("pages/benchmark.py", label="Benchmark methods on labelled data", icon="📈")
-c3.page_link("pages/learn.py", label="Learn how each method works", icon="🎓")
+c1.page_link("app_pages/explore.py", label="Explore a text token by token", icon=":material/biotech:")
+c2.page_link("app_pages/benchmark.py", label="Benchmark methods on labelled data", icon=":material/monitoring:")
+c3.page_link("app_pages/learn.py", label="Learn how each method works", icon=":material/school:")
 st.subheader("Methods available")
 st.table([{"method": s.name, "label": s.label, "needs": " + ".join(s.needs), "what it measures": s.summary}
           for s in mia_core.METHODS.values()])
