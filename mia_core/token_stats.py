@@ -80,10 +80,12 @@ def reduce_logits(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
     `targets` (rows,) holds the true next token of each row. The softmax runs over the full
     logits width; log_softmax is always float32, even for bf16/fp16 models.
     """
-    # (rows, vocab); the floor keeps −inf logits (masked vocabulary) from turning 0·(−inf) into NaN
-    logp = torch.log_softmax(logits.float(), dim=-1).clamp_(min=LOGPROB_FLOOR)
+    logp = torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
     p = logp.exp()  # (rows, vocab)
     mu = torch.einsum("rv,rv->r", p, logp)  # (rows,)
+    if not torch.isfinite(mu).all():  # −inf logits (masked vocabulary): 0·(−inf) is NaN, so floor them
+        logp.clamp_(min=LOGPROB_FLOOR)
+        mu = torch.einsum("rv,rv->r", p, logp)
     top1_logprob, top1_id = logp.max(dim=-1)
     logprob = logp.gather(-1, targets[:, None]).squeeze(-1)
     rank = (logp > logprob[:, None]).sum(-1) + 1  # (rows,)
