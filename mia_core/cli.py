@@ -122,18 +122,36 @@ def _score_frame(lm, texts, methods, *, k, bos, long_text, ref_model, freq, a, o
     return df
 
 
+def _is_named_set(path: Path) -> bool:
+    """True when --input names a built-in set (demo-wiki, …) rather than an existing file."""
+    from . import datasets
+
+    return not path.exists() and str(path) in datasets.DESCRIPTIONS
+
+
 def _labelled_input(path: Path, text_column: str, label_column: str):
     """A labelled file, or a built-in demo set named instead of a file."""
     from . import datasets
     from .inputs import read_labelled
 
-    if not path.exists() and str(path) in datasets.DESCRIPTIONS:
+    if _is_named_set(path):
         return datasets.load(str(path))
     return read_labelled(path, text_column=text_column, label_column=label_column)
 
 
 ModelOpt = typer.Option(..., "--model", help="'demo', a local folder, or a Hugging Face hub id")
 MethodsOpt = typer.Option(DEFAULT_METHODS, "--methods", help="comma-separated method names (see: mia methods)")
+KOpt = typer.Option(0.2, "--k", help="fraction of tokens for min_k / min_k_pp")
+TextColumnOpt = typer.Option("text", "--text-column")
+BosOpt = typer.Option("auto", "--bos", help="auto: prepend the document-boundary token; none: reference-code behaviour")
+LongTextOpt = typer.Option("sliding", "--long-text", help="sliding or truncate, for texts longer than the context")
+RefModelOpt = typer.Option(None, "--ref-model", help="reference model for method ref")
+FreqOpt = typer.Option(None, "--freq", help="frequency table for method dc_pdd")
+AOpt = typer.Option(0.01, "--a", help="DC-PDD cap on each token's score")
+DeviceOpt = typer.Option("auto", "--device")
+DtypeOpt = typer.Option("auto", "--dtype")
+PickleOpt = typer.Option(False, "--allow-pickle", help="allow pickle (.bin) weights: only for trusted sources")
+RemoteCodeOpt = typer.Option(False, "--trust-remote-code", help="run the model repository's own code")
 
 
 @app.command()
@@ -143,17 +161,17 @@ def score(
                                "or a built-in set (see: mia datasets)"),
     output: Path = typer.Option(..., "--output", help="CSV of scores, one row per text"),
     methods: str = MethodsOpt,
-    k: float = typer.Option(0.2, "--k", help="fraction of tokens for min_k / min_k_pp"),
-    text_column: str = typer.Option("text", "--text-column"),
-    bos: str = typer.Option("auto", "--bos", help="auto: prepend the document-boundary token; none: reference-code behaviour"),
-    long_text: str = typer.Option("sliding", "--long-text", help="sliding or truncate, for texts longer than the context"),
-    ref_model: Optional[str] = typer.Option(None, "--ref-model", help="reference model for method ref"),
-    freq: Optional[Path] = typer.Option(None, "--freq", help="frequency table for method dc_pdd"),
-    a: float = typer.Option(0.01, "--a", help="DC-PDD cap on each token's score"),
-    device: str = typer.Option("auto", "--device"),
-    dtype: str = typer.Option("auto", "--dtype"),
-    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="allow pickle (.bin) weights: only for trusted sources"),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="run the model repository's own code"),
+    k: float = KOpt,
+    text_column: str = TextColumnOpt,
+    bos: str = BosOpt,
+    long_text: str = LongTextOpt,
+    ref_model: Optional[str] = RefModelOpt,
+    freq: Optional[Path] = FreqOpt,
+    a: float = AOpt,
+    device: str = DeviceOpt,
+    dtype: str = DtypeOpt,
+    allow_pickle: bool = PickleOpt,
+    trust_remote_code: bool = RemoteCodeOpt,
 ) -> None:
     """Score texts with membership-inference methods (higher = more likely a member)."""
     from . import datasets
@@ -161,8 +179,7 @@ def score(
 
     names = _methods(methods)
     _check_options(k=k, bos=bos, long_text=long_text)
-    named = not input.exists() and str(input) in datasets.DESCRIPTIONS
-    data = datasets.load(str(input)) if named else read_texts(input, text_column=text_column)
+    data = datasets.load(str(input)) if _is_named_set(input) else read_texts(input, text_column=text_column)
     _writable(output)
     opts = (device, dtype, allow_pickle, trust_remote_code)
     lm = _load(model, *opts)
@@ -181,20 +198,20 @@ def evaluate_cmd(
     output: Path = typer.Option(..., "--output", help="metrics JSON"),
     methods: str = MethodsOpt,
     label_column: str = typer.Option("label", "--label-column", help="1 = member, 0 = non-member"),
-    text_column: str = typer.Option("text", "--text-column"),
-    k: float = typer.Option(0.2, "--k"),
-    bos: str = typer.Option("auto", "--bos"),
-    long_text: str = typer.Option("sliding", "--long-text"),
-    ref_model: Optional[str] = typer.Option(None, "--ref-model"),
-    freq: Optional[Path] = typer.Option(None, "--freq"),
-    a: float = typer.Option(0.01, "--a"),
+    text_column: str = TextColumnOpt,
+    k: float = KOpt,
+    bos: str = BosOpt,
+    long_text: str = LongTextOpt,
+    ref_model: Optional[str] = RefModelOpt,
+    freq: Optional[Path] = FreqOpt,
+    a: float = AOpt,
     n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the intervals"),
     seed: int = typer.Option(0, "--seed"),
     scores_output: Optional[Path] = typer.Option(None, "--scores-output", help="also write per-sample scores (CSV)"),
-    device: str = typer.Option("auto", "--device"),
-    dtype: str = typer.Option("auto", "--dtype"),
-    allow_pickle: bool = typer.Option(False, "--allow-pickle"),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
+    device: str = DeviceOpt,
+    dtype: str = DtypeOpt,
+    allow_pickle: bool = PickleOpt,
+    trust_remote_code: bool = RemoteCodeOpt,
 ) -> None:
     """Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and the blind baseline."""
     from .evaluation import evaluate_frame, format_report
@@ -219,7 +236,7 @@ def evaluate_cmd(
         df.insert(0, "id", data["id"].to_numpy())
         df.to_csv(scores_output, index=False)
     typer.echo(format_report(report, names))
-    if str(input) in DEMO_SET_NOTES and not input.exists():
+    if _is_named_set(input) and str(input) in DEMO_SET_NOTES:
         typer.echo(f"note: {DEMO_SET_NOTES[str(input)]}")
     typer.echo(f"wrote {output}", err=True)
 
