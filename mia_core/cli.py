@@ -102,11 +102,34 @@ def _load(model: str, device: str, dtype: str, allow_pickle: bool, trust_remote_
     return load_model(model, device=device, dtype=dtype, allow_pickle=allow_pickle, trust_remote_code=trust_remote_code)
 
 
-def _score_frame(lm, texts, methods, *, k, bos, long_text, ref_model, freq, a, opts):
+def _parse_params(pairs: list[str] | None) -> dict:
+    """`--param NAME=VALUE` pairs as a dict; values read as int, float or true/false where they look like one."""
+    params = {}
+    for pair in pairs or []:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name.strip():
+            _error(f"--param expects NAME=VALUE (got {pair!r})")
+        params[name.strip()] = _literal(raw.strip())
+    return params
+
+
+def _literal(raw: str):
+    """'5' → 5, '0.1' → 0.1, 'true'/'false' → bool, anything else stays a string."""
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def _score_frame(lm, texts, methods, *, k, bos, long_text, ref_model, freq, a, opts, params=None):
     """Method scores plus per-text token counts and the long-text policy applied."""
     from .scoring import score_texts
 
-    extra = {}
+    extra = dict(params or {})
     if "ref" in methods:
         if not ref_model:
             _error("method ref needs --ref-model")
@@ -152,6 +175,7 @@ DeviceOpt = typer.Option("auto", "--device")
 DtypeOpt = typer.Option("auto", "--dtype")
 PickleOpt = typer.Option(False, "--allow-pickle", help="allow pickle (.bin) weights: only for trusted sources")
 RemoteCodeOpt = typer.Option(False, "--trust-remote-code", help="run the model repository's own code")
+ParamOpt = typer.Option(None, "--param", help="a method parameter NAME=VALUE, repeatable (e.g. --param m=5)")
 
 
 @app.command()
@@ -168,6 +192,7 @@ def score(
     ref_model: Optional[str] = RefModelOpt,
     freq: Optional[Path] = FreqOpt,
     a: float = AOpt,
+    param: Optional[List[str]] = ParamOpt,
     device: str = DeviceOpt,
     dtype: str = DtypeOpt,
     allow_pickle: bool = PickleOpt,
@@ -184,7 +209,7 @@ def score(
     opts = (device, dtype, allow_pickle, trust_remote_code)
     lm = _load(model, *opts)
     df = _score_frame(lm, data["text"].tolist(), names, k=k, bos=bos, long_text=long_text,
-                      ref_model=ref_model, freq=freq, a=a, opts=opts)
+                      ref_model=ref_model, freq=freq, a=a, opts=opts, params=_parse_params(param))
     df.insert(0, "id", data["id"].to_numpy())
     df.to_csv(output, index=False)
     typer.echo(f"wrote {len(df)} rows × {len(names)} methods to {output}", err=True)
@@ -208,6 +233,7 @@ def evaluate_cmd(
     n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the intervals"),
     seed: int = typer.Option(0, "--seed"),
     scores_output: Optional[Path] = typer.Option(None, "--scores-output", help="also write per-sample scores (CSV)"),
+    param: Optional[List[str]] = ParamOpt,
     device: str = DeviceOpt,
     dtype: str = DtypeOpt,
     allow_pickle: bool = PickleOpt,
@@ -225,11 +251,13 @@ def evaluate_cmd(
     opts = (device, dtype, allow_pickle, trust_remote_code)
     lm = _load(model, *opts)
     texts = data["text"].tolist()
-    df = _score_frame(lm, texts, names, k=k, bos=bos, long_text=long_text, ref_model=ref_model, freq=freq, a=a, opts=opts)
+    df = _score_frame(lm, texts, names, k=k, bos=bos, long_text=long_text, ref_model=ref_model, freq=freq, a=a, opts=opts,
+                      params=_parse_params(param))
     report = evaluate_frame(df[names], data["label"].to_numpy(), texts, n_boot=n_boot, seed=seed)
     report["run"] = {"model": lm.name, "fingerprint": lm.fingerprint, "input": str(input), "methods": names,
                      "k": k, "bos": bos, "long_text": long_text, "ref_model": ref_model,
-                     "freq": str(freq) if freq else None, "a": a, "n_boot": n_boot, "seed": seed}
+                     "freq": str(freq) if freq else None, "a": a, "params": _parse_params(param),
+                     "n_boot": n_boot, "seed": seed}
     output.write_text(json.dumps(_json_safe(report), indent=2))
     if scores_output is not None:
         df.insert(0, "label", data["label"].to_numpy())
@@ -312,7 +340,8 @@ def list_methods() -> None:
 
     for spec in METHODS.values():
         params = ", ".join(spec.param_names) or "-"
-        typer.echo(f"{spec.name:10s} {spec.label:18s} needs: {'+'.join(spec.needs):24s} params: {params}\n           {spec.summary}")
+        typer.echo(f"{spec.name:10s} {spec.label:18s} needs: {'+'.join(spec.needs):24s} params: {params}\n"
+                   f"           access: {', '.join(spec.access)}; cost: {spec.cost}\n           {spec.summary}")
 
 
 def main() -> None:
@@ -334,3 +363,6 @@ def main() -> None:
             err.show()
             sys.exit(err.exit_code)
         raise
+
+
+from . import commands  # noqa: E402,F401  (registers the sub-commands of mia_core/commands/)

@@ -17,7 +17,7 @@ from .methods.registry import check_k
 from .token_stats import TokenStats
 
 #: Keyword arguments that supply a method's inputs rather than its parameters.
-INPUT_KWARGS = ("lm", "lowercase_stats", "ref_model", "ref_stats", "freq")
+INPUT_KWARGS = ("lm", "lowercase_stats", "ref_model", "ref_stats", "freq", "classifier")
 
 
 def score(name: str, stats: TokenStats, **kwargs: Any) -> Score:
@@ -35,7 +35,7 @@ def score(name: str, stats: TokenStats, **kwargs: Any) -> Score:
 def _inputs_for_one(needs: tuple[str, ...], stats: TokenStats, kwargs: dict) -> dict:
     """Pop the inputs a method needs out of kwargs, computing statistics where a model was given."""
     lm, ref_model = kwargs.pop("lm", None), kwargs.pop("ref_model", None)
-    given = {key: kwargs.pop(key, None) for key in ("lowercase_stats", "ref_stats", "freq")}
+    given = {key: kwargs.pop(key, None) for key in ("lowercase_stats", "ref_stats", "freq", "classifier")}
     policy = {"bos": stats.bos_policy, "long_text": "truncate" if stats.long_text == "truncated" else "sliding"}
     inputs = {}
     if "lowercase_stats" in needs:
@@ -46,6 +46,10 @@ def _inputs_for_one(needs: tuple[str, ...], stats: TokenStats, kwargs: dict) -> 
             [stats.text], **policy)[0]
     if "freq" in needs:
         inputs["freq"] = _frequency_table(_require(given["freq"], "dc_pdd", "freq="), None)
+    if "lm" in needs:
+        inputs["lm"] = _require(lm, "this method", "lm= (the target model, for its extra passes)")
+    if "classifier" in needs:
+        inputs["classifier"] = _require(given["classifier"], "this method", "classifier= (fitted on labelled data)")
     return inputs
 
 
@@ -71,6 +75,7 @@ def score_texts(
         check_k(k)
     needs = {n for s in specs for n in s.needs}
     ref_model, freq = params.pop("ref_model", None), params.pop("freq", None)
+    classifier = params.pop("classifier", None)
     used = {name for s in specs for name in s.param_names}
     unused = set(params) - used
     if unused:
@@ -92,6 +97,10 @@ def score_texts(
             inputs = {n: extra[n][i] for n in spec.needs if n in extra}
             if table is not None and "freq" in spec.needs:
                 inputs["freq"] = table
+            if "lm" in spec.needs:
+                inputs["lm"] = lm
+            if "classifier" in spec.needs:
+                inputs["classifier"] = _require(classifier, spec.name, "classifier= (fitted on labelled data)")
             try:
                 values.append(spec.fn(st, method_params, **inputs).value)
             except ValueError as err:

@@ -1,5 +1,15 @@
-"""Membership-inference methods; importing this package registers every method in `METHODS`."""
-from . import dc_pdd, loss, lowercase, min_k, min_k_pp, ref, zlib  # noqa: F401  (registration)
+"""Membership-inference methods; importing this package registers every method module in `METHODS`.
+
+Every module of this package except the registry is imported here, so a new method is one new file
+with an `@register` decorator (no list to edit).
+"""
+import importlib
+import pkgutil
+
 from .registry import METHODS, NEEDS, MethodSpec, Score, get_method, register
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    if _module != "registry":
+        importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["METHODS", "NEEDS", "MethodSpec", "Score", "get_method", "register"]

@@ -27,7 +27,8 @@ def first_occurrences(token_ids: np.ndarray) -> np.ndarray:
     return mask
 
 
-@register("dc_pdd", label="DC-PDD", params=DcPddParams, needs=("stats", "freq"),
+@register("dc_pdd", label="DC-PDD", params=DcPddParams, needs=("stats", "freq"), access=("target log-probs",),
+          cost="1 forward pass (+ a frequency table, built once)",
           summary="Token probability × corpus surprise (−log frequency), capped, over first occurrences.")
 def dc_pdd(stats: TokenStats, params: DcPddParams, *, freq) -> Score:
     """β = mean over first occurrences of min(−p_t · log f(x_t), a)."""

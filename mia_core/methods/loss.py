@@ -7,7 +7,7 @@ from ..token_stats import TokenStats
 from .registry import NoParams, Score, mean_of_all, register, require_tokens
 
 
-@register("loss", label="Loss (−mean NLL)", summary="Mean log-probability of the text's tokens; members are more likely.")
+@register("loss", label="Loss (−mean NLL)", access=("target log-probs",), summary="Mean log-probability of the text's tokens; members are more likely.")
 def loss(stats: TokenStats, params: NoParams) -> Score:
     """Sequence score = mean of `logprob` (higher = member)."""
     require_tokens(stats)

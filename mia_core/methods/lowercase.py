@@ -16,6 +16,7 @@ LOSS_FLOOR = 1e-12
 
 
 @register("lowercase", label="Lowercase ratio", needs=("stats", "lowercase_stats"), token_level=False,
+          access=("target log-probs",), cost="2 forward passes",
           summary="Loss of the lowercased text over the loss of the text: members lose more when lowercased.")
 def lowercase(stats: TokenStats, params: NoParams, *, lowercase_stats: TokenStats) -> Score:
     """`loss(lowercased) / max(loss(original), 1e-12)`."""

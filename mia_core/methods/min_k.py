@@ -15,7 +15,7 @@ class MinKParams:
     """Fraction of tokens (lowest scores) averaged; n = max(1, floor(k · n_scored))."""
 
 
-@register("min_k", label="Min-K% Prob", params=MinKParams,
+@register("min_k", label="Min-K% Prob", params=MinKParams, access=("target log-probs",),
           summary="Mean log-prob of the k% least likely tokens: non-members contain a few outlier tokens.")
 def min_k(stats: TokenStats, params: MinKParams) -> Score:
     """Token score = `logprob`; sequence score = mean of the lowest k%."""

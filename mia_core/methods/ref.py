@@ -13,6 +13,7 @@ from .registry import NoParams, Score, register, require_tokens
 
 
 @register("ref", label="Reference model", needs=("stats", "ref_stats"), token_level=False,
+          access=("target log-probs", "extra model"), cost="1 forward pass + 1 of the reference model",
           summary="Mean log-prob under the target minus under a smaller reference model trained on similar data.")
 def ref(stats: TokenStats, params: NoParams, *, ref_stats: TokenStats) -> Score:
     """`mean logprob_target − mean logprob_ref` (higher = member)."""

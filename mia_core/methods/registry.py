@@ -19,7 +19,12 @@ NEEDS = {
     "lowercase_stats": "a second pass of the target model on the lowercased text",
     "ref_stats": "statistics of the text under a reference model (`ref_model=`)",
     "freq": "a token-frequency table of a reference corpus (`freq=`)",
+    "lm": "further passes of the target model itself (`lm=`)",
+    "classifier": "a classifier fitted on labelled member/non-member data (`classifier=`)",
 }
+
+#: What access to the model a method needs, in words for the method lists (issue: heavy methods).
+ACCESS = ("target log-probs", "full logits", "extra model", "gradients", "labelled training data")
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,8 @@ class MethodSpec:
     label: str
     summary: str
     token_level: bool
+    access: tuple[str, ...] = ("full logits",)
+    cost: str = "1 forward pass"
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -69,14 +76,22 @@ METHODS: dict[str, MethodSpec] = {}
 
 
 def register(name: str, *, label: str, summary: str, params: type = NoParams,
-             needs: tuple[str, ...] = ("stats",), token_level: bool = True):
-    """Decorator adding a scorer `fn(stats, params, **inputs) -> Score` to `METHODS`."""
+             needs: tuple[str, ...] = ("stats",), token_level: bool = True,
+             access: tuple[str, ...] = ("full logits",), cost: str = "1 forward pass"):
+    """Decorator adding a scorer `fn(stats, params, **inputs) -> Score` to `METHODS`.
+
+    `access` names what the method needs from the model (words from `ACCESS`); `cost` is its
+    relative cost in forward/backward passes, shown next to it in method lists.
+    """
     unknown = set(needs) - set(NEEDS)
     if unknown:
         raise ValueError(f"unknown needs {sorted(unknown)}; known: {sorted(NEEDS)}")
+    bad_access = set(access) - set(ACCESS)
+    if bad_access:
+        raise ValueError(f"unknown access {sorted(bad_access)}; known: {ACCESS}")
 
     def wrap(fn: Callable[..., Score]) -> Callable[..., Score]:
-        METHODS[name] = MethodSpec(name, fn, params, needs, label, summary, token_level)
+        METHODS[name] = MethodSpec(name, fn, params, needs, label, summary, token_level, tuple(access), cost)
         return fn
 
     return wrap

@@ -14,7 +14,7 @@ def zlib_bytes(text: str) -> int:
     return len(_zlib.compress(text.encode("utf-8")))
 
 
-@register("zlib", label="Zlib ratio", summary="−loss divided by the zlib-compressed size: discounts texts that are simply predictable.")
+@register("zlib", label="Zlib ratio", access=("target log-probs",), summary="−loss divided by the zlib-compressed size: discounts texts that are simply predictable.")
 def zlib_ratio(stats: TokenStats, params: NoParams) -> Score:
     """`mean(logprob) / zlib_bytes(text)`; token scores are the log-probs, all selected.
 
