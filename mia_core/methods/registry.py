@@ -6,7 +6,7 @@ oriented **higher = more likely a member** (METHODS.md, "Orientation").
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -34,11 +34,14 @@ class Score:
     value : sequence score, higher = member.
     token_scores : (n_scored,) per-token scores aligned with `TokenStats.token_ids`.
     selected : (n_scored,) bool, the tokens that entered `value` (min-k% selection, first occurrences…).
+    details : what else a method wants to show (e.g. the neighbour texts of `neighbor`); plain
+        JSON-able values; a list of dicts is drawn as a table by the dashboard.
     """
 
     value: float
     token_scores: np.ndarray
     selected: np.ndarray
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
