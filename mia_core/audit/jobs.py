@@ -1,0 +1,192 @@
+"""Book-audit jobs: plan the snippets into the results store, score what is pending, analyse what is stored.
+
+A job's id is derived from everything that determines its scores (model fingerprint, method,
+parameters, BOS policy, snippet size, every snippet's text), so running the same audit again
+resumes it: only snippets without a stored score are computed. The analysis (threshold rule,
+target FPR, bootstrap seed) runs on the stored scores and can be redone without the model.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import subprocess
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from ..identity import text_sha256
+from .books import analyse_books
+from .calibration import Calibration, calibrate
+from .snippets import book_snippets
+from .sources import Book, Problem
+from .store import ResultsStore, RunRecord
+
+KIND = "book-audit"
+BACKENDS = ("local",)
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """Everything a book audit is run with. `params` are the method's parameters (e.g. k)."""
+
+    method: str = "min_k_pp"
+    params: dict = field(default_factory=lambda: {"k": 0.2})
+    snippet_words: int = 512
+    bos: str = "auto"
+    rule: str = "fpr"
+    target_fpr: float = 0.05
+    seed: int = 0
+    n_boot: int = 1000
+    ci: float = 0.95
+    batch_snippets: int = 16
+
+    def scoring_key(self) -> dict:
+        """The settings that change snippet scores (the rest only change the analysis)."""
+        return {"method": self.method, "params": self.params, "snippet_words": self.snippet_words, "bos": self.bos}
+
+
+@dataclass
+class AuditResult:
+    """A finished audit: the run's record, calibration, per-book table, scored snippets and problems."""
+
+    run: dict
+    settings: AuditSettings
+    calibration: Calibration
+    books: pd.DataFrame
+    snippets: pd.DataFrame
+    problems: pd.DataFrame
+
+
+@functools.cache
+def code_version() -> str:
+    """mia_core's version plus the git commit it runs from, when it runs from a checkout."""
+    from .. import __version__
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                                text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"{__version__}+{commit}" if commit else __version__
+
+
+def plan_audit(store: ResultsStore, lm, model_spec: str, books: list[Book], calibration: list[Book],
+               settings: AuditSettings, problems: list[tuple[str, str, str]] = (), *, run_id: str | None = None,
+               backend: str = "local") -> str:
+    """Write the run and its snippets to the store (unless already there) and return the run id.
+
+    `problems` are (book, role, message) for books that could not be read; books too short for one
+    snippet are added to them. Calibration books keep their labels; audited books are unlabelled.
+    """
+    _check_backend(backend)
+    cal_snippets, cal_short = book_snippets(calibration, settings.snippet_words)
+    audit_snippets, audit_short = book_snippets(books, settings.snippet_words)
+    labels = {b.name: b.label for b in calibration}
+    if {labels[s.book] for s in cal_snippets} != {0, 1}:
+        raise ValueError("the calibration books give no snippets of one class (too short for "
+                         f"{settings.snippet_words}-word snippets?); it needs known members and known non-members")
+    if not audit_snippets:
+        raise ValueError(f"no book to audit is at least {settings.snippet_words} words long")
+    frame = pd.DataFrame(
+        [{"role": "calibration", "label": labels[s.book], **asdict(s)} for s in cal_snippets]
+        + [{"role": "audit", "label": None, **asdict(s)} for s in audit_snippets])
+    frame["label"] = frame["label"].astype("Int64")
+    run_id = run_id or _derive_run_id(lm.fingerprint, settings, frame)
+    store.create_run(RunRecord(run_id, KIND, model_spec, lm.fingerprint, settings.method, settings.params,
+                               settings.seed, code_version(), backend, asdict(settings)))
+    store.add_snippets(run_id, frame)
+    store.add_problems(run_id, list(problems) + [(p.book, "calibration", p.message) for p in cal_short]
+                       + [(p.book, "audit", p.message) for p in audit_short])
+    return run_id
+
+
+def _derive_run_id(fingerprint: str, settings: AuditSettings, frame: pd.DataFrame) -> str:
+    """12 hex digits of a hash over the model, scoring settings and every (role, snippet id, label, text)."""
+    digest = hashlib.sha256(json.dumps([fingerprint, settings.scoring_key()], sort_keys=True, default=str).encode())
+    for row in frame.itertuples():
+        digest.update(f"{row.role}\t{row.snippet_id}\t{row.label}\t{text_sha256(row.text)}\n".encode())
+    return digest.hexdigest()[:12]
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS} (got {backend!r})")
+
+
+def run_scoring(store: ResultsStore, run_id: str, lm, *, progress: Progress | None = None,
+                backend: str = "local") -> int:
+    """Score every pending snippet of the run, committing each batch; returns how many were computed now."""
+    _check_backend(backend)
+    run = store.run(run_id)
+    if run["fingerprint"] != lm.fingerprint:
+        raise ValueError(f"run {run_id} was scored with model {run['model']} (fingerprint {run['fingerprint']}); "
+                         f"the loaded model has fingerprint {lm.fingerprint}")
+    settings = AuditSettings(**run["config"])
+    pending = store.pending(run_id)
+    done, total = store.progress(run_id)
+    store.set_status(run_id, "running", f"{done} of {total} snippets scored", backend=backend)
+    session = uuid.uuid4().hex[:12]
+    try:
+        for start in range(0, len(pending), settings.batch_snippets):
+            batch = pending.iloc[start:start + settings.batch_snippets]
+            scores = score_snippets(lm, batch["text"].tolist(), settings)
+            scores.insert(0, "snippet_id", batch["snippet_id"].to_numpy())
+            store.write_scores(run_id, scores, fingerprint=lm.fingerprint, method=settings.method,
+                               params=settings.params, code_version=code_version(), session=session)
+            if progress:
+                progress(done + start + len(batch), total)
+    except BaseException as err:
+        store.set_status(run_id, "interrupted", f"{type(err).__name__}: {err}"[:500])
+        raise
+    store.set_status(run_id, "scored", f"{total} of {total} snippets scored")
+    return len(pending)
+
+
+def score_snippets(lm, texts: list[str], settings: AuditSettings) -> pd.DataFrame:
+    """Scores of snippet texts (columns score, n_tokens, truncated), each truncated to the model's context."""
+    from ..scoring import score_texts
+
+    params = dict(settings.params)
+    k = params.pop("k", 0.2)
+    df = score_texts(lm, texts, [settings.method], k=k, bos=settings.bos, long_text="truncate", **params)
+    stats = lm.token_stats(texts, bos=settings.bos, long_text="truncate")  # cached by score_texts: no model call
+    return pd.DataFrame({"score": df[settings.method].to_numpy(dtype=float),
+                         "n_tokens": [s.n_scored for s in stats],
+                         "truncated": [s.long_text == "truncated" for s in stats]})
+
+
+def audit_result(store: ResultsStore, run_id: str, settings: AuditSettings | None = None) -> AuditResult:
+    """Calibrate and analyse a fully scored run (analysis settings from `settings`, else the run's own)."""
+    run = store.run(run_id)
+    stored = AuditSettings(**run["config"])
+    if settings is None:
+        settings = stored
+    elif settings.scoring_key() != stored.scoring_key():
+        raise ValueError(f"run {run_id} was scored with {stored.scoring_key()}, not {settings.scoring_key()}")
+    snippets = store.results(run_id)
+    missing = int(snippets["score"].isna().sum())
+    if missing:
+        raise ValueError(f"run {run_id} is not finished: {missing} of {len(snippets)} snippets have no score yet")
+    cal_rows = snippets[snippets["role"] == "calibration"]
+    calibration = calibrate(cal_rows["score"], cal_rows["label"].astype(int), cal_rows["book"], rule=settings.rule,
+                            target_fpr=settings.target_fpr, n_boot=settings.n_boot, seed=settings.seed, ci=settings.ci)
+    audit_rows = snippets[snippets["role"] == "audit"]
+    books = analyse_books(calibration, audit_rows)
+    snippets = snippets.assign(flagged=snippets["score"] >= calibration.threshold)
+    store.set_status(run_id, "done", f"{len(snippets)} snippets scored and analysed", config=asdict(settings))
+    return AuditResult(store.run(run_id), settings, calibration, books, snippets, store.problems(run_id))
+
+
+def run_audit(lm, model_spec: str, books: list[Book], calibration: list[Book], settings: AuditSettings,
+              store: ResultsStore, *, problems: list[Problem | tuple] = (), run_id: str | None = None,
+              progress: Progress | None = None, backend: str = "local") -> AuditResult:
+    """Plan (or resume), score what is pending, and analyse: the whole audit in one call."""
+    rows = [(p.book, "audit", p.message) if isinstance(p, Problem) else tuple(p) for p in problems]
+    run_id = plan_audit(store, lm, model_spec, books, calibration, settings, rows, run_id=run_id, backend=backend)
+    run_scoring(store, run_id, lm, progress=progress, backend=backend)
+    return audit_result(store, run_id, settings)

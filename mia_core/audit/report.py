@@ -1,0 +1,217 @@
+"""Book-audit reports: a self-contained HTML file (plotly inlined, opens offline) and CSV tables.
+
+The report says what was measured and what it can and cannot show: calibration quality, the per-book
+table with intervals, the top-scoring snippets of each flagged book as token heatmaps, the books
+that could not be audited, and the limits of the evidence. Every user string is HTML-escaped.
+"""
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from ..heatmap import heatmap_html
+from ..methods import get_method
+from .books import verdict_key
+from .figures import books_figure, calibration_figure
+from .jobs import AuditResult
+
+#: Snippets shown per flagged book, highest score first.
+TOP_SNIPPETS = 3
+BOOK_CSV_COLUMNS = ["book", "n_snippets", "rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo", "prevalence_hi",
+                    "mean_score", "p_value", "p_adj", "verdict", "verdict_fpr"]
+SNIPPET_CSV_COLUMNS = ["snippet_id", "book", "role", "label", "position", "n_words", "n_tokens", "truncated", "score",
+                       "flagged", "text"]
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{margin-bottom:0.2em} h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.6em}
+table{border-collapse:collapse;font-size:0.9em;margin:0.5em 0} td,th{border:1px solid #ddd;padding:0.3em 0.6em;text-align:left}
+th{background:#f4f4f4} .meta td:first-child{font-weight:600} .warn{background:#fff4e5;border-left:4px solid #f0a020;padding:0.5em 1em}
+.note{color:#555;font-size:0.9em} details{margin:0.6em 0} summary{cursor:pointer;font-weight:600}
+"""
+
+
+def flagged_books(result: AuditResult) -> list[str]:
+    """Books whose verdict is evidence or weak evidence, in table order."""
+    cal = result.calibration
+    return [row.book for row in result.books.itertuples()
+            if verdict_key(row.p_adj, row.prevalence_lo, cal) in ("evidence", "weak")]
+
+
+def write_csvs(result: AuditResult, output_dir: str | Path) -> tuple[Path, Path]:
+    """`books.csv` (one row per audited book) and `snippets.csv` (every snippet, calibration included)."""
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    books_path, snippets_path = out / "books.csv", out / "snippets.csv"
+    result.books[BOOK_CSV_COLUMNS].to_csv(books_path, index=False)
+    result.snippets[SNIPPET_CSV_COLUMNS].to_csv(snippets_path, index=False)
+    return books_path, snippets_path
+
+
+def report_html(result: AuditResult, lm=None) -> str:
+    """The whole report as one HTML string; with `lm`, flagged snippets are drawn as token heatmaps."""
+    cal, run, settings = result.calibration, result.run, result.settings
+    spec = get_method(settings.method)
+    flagged = flagged_books(result)
+    sections = [
+        f"<h1>Book audit report</h1><p class='note'>Generated {_e(datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC'))} "
+        f"by MIA Lens {_e(run['code_version'])}. Run <code>{_e(run['run_id'])}</code>.</p>",
+        _summary(result, flagged),
+        "<h2>Run</h2>" + _meta_table({
+            "model": run["model"], "model fingerprint": run["fingerprint"], "method": f"{spec.label} ({spec.name})",
+            "method parameters": ", ".join(f"{k}={v}" for k, v in settings.params.items()) or "none",
+            "snippet size": f"{settings.snippet_words} words (each truncated to the model's context)",
+            "BOS policy": settings.bos, "threshold rule": _rule(settings), "bootstrap": f"{settings.n_boot} resamples, "
+            f"seed {settings.seed}, {settings.ci:.0%} intervals", "backend": run["backend"]}),
+        _calibration_section(result),
+        _books_section(result),
+        _snippets_section(result, flagged, lm),
+        _problems_section(result),
+        _limits_section(result),
+    ]
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>MIA Lens book audit "
+            f"{_e(run['run_id'])}</title><style>{STYLE}</style><script type='text/javascript'>{get_plotlyjs()}</script>"
+            f"</head><body>{''.join(sections)}</body></html>")
+
+
+def write_report(result: AuditResult, output_dir: str | Path, lm=None) -> dict[str, Path]:
+    """Write report.html, books.csv and snippets.csv into `output_dir`; returns their paths."""
+    out = Path(output_dir)
+    books_path, snippets_path = write_csvs(result, out)
+    report_path = out / "report.html"
+    report_path.write_text(report_html(result, lm), encoding="utf-8")
+    return {"report": report_path, "books": books_path, "snippets": snippets_path}
+
+
+def _summary(result: AuditResult, flagged: list[str]) -> str:
+    cal = result.calibration
+    n = len(result.books)
+    strong = [b for b in flagged if verdict_key(*_row(result, b, "p_adj", "prevalence_lo"), cal) == "evidence"]
+    text = (f"{n} book{'s' if n != 1 else ''} audited. {len(strong)} show{'s' if len(strong) == 1 else ''} evidence "
+            f"consistent with training on the book (Benjamini–Hochberg-adjusted p &lt; 0.05 and a prevalence interval "
+            f"above 0), at a threshold that flags {cal.fpr:.1%} of the calibration's non-member snippets.")
+    if not cal.informative:
+        text = "<b>The method does not separate the calibration books, so no verdict is given.</b> " + text
+    warnings = "".join(f"<li>{_e(w)}</li>" for w in cal.warnings)
+    return f"<p>{text}</p>" + (f"<div class='warn'><b>Read with care:</b><ul>{warnings}</ul></div>" if warnings else "")
+
+
+def _row(result: AuditResult, book: str, *columns: str) -> tuple:
+    row = result.books.set_index("book").loc[book]
+    return tuple(row[c] for c in columns)
+
+
+def _rule(settings) -> str:
+    if settings.rule == "fpr":
+        return f"hold a target FPR of {settings.target_fpr:.1%} on the non-member calibration snippets"
+    return "maximise snippet accuracy on the calibration books (Min-K% book study)"
+
+
+def _calibration_section(result: AuditResult) -> str:
+    cal = result.calibration
+    lo, hi = (f"{x:.1%}" for x in cal.tpr_ci)
+    flo, fhi = (f"{x:.1%}" for x in cal.fpr_ci)
+    table = _meta_table({
+        "calibration books": f"{cal.n_member_books} known members ({cal.n_member_snippets} snippets), "
+                             f"{cal.n_nonmember_books} known non-members ({cal.n_nonmember_snippets} snippets)",
+        "AUROC (snippets)": f"{cal.auroc:.3f} [{cal.auroc_ci[0]:.3f}, {cal.auroc_ci[1]:.3f}]",
+        "threshold": f"{cal.threshold:.6g} (snippet flagged when its score ≥ threshold)",
+        "TPR at threshold": f"{cal.tpr:.1%} [{lo}, {hi}]",
+        "FPR at threshold": f"{cal.fpr:.1%} [{flo}, {fhi}]",
+        "accuracy at threshold": f"{cal.accuracy:.1%}",
+    })
+    return ("<h2>Calibration</h2><p class='note'>Intervals resample whole calibration books (a book's snippets are "
+            "not independent).</p>" + table + _figure(calibration_figure(cal), "calibration-roc"))
+
+
+def _books_section(result: AuditResult) -> str:
+    books = result.books.copy()
+    for column in ("rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo", "prevalence_hi", "verdict_fpr"):
+        books[column] = books[column].map(lambda v: "" if pd.isna(v) else f"{v:.1%}")
+    for column in ("p_value", "p_adj"):
+        books[column] = books[column].map(lambda v: "" if pd.isna(v) else f"{v:.2g}")
+    books["mean_score"] = books["mean_score"].map(lambda v: f"{v:.4g}")
+    return ("<h2>Books</h2><p class='note'>rate = share of the book's snippets at or above the threshold; prevalence = "
+            "(rate − FPR)/(TPR − FPR), clipped to [0, 1], the estimated share of the book seen in training. Intervals: "
+            "moving-block bootstrap along the book combined with whole-book resamples of the calibration. p = one-sided "
+            "Mann–Whitney U against the non-member calibration snippets; p_adj = Benjamini–Hochberg across the books "
+            "of this run.</p>" + _figure(books_figure(result.books, result.calibration), "books-chart")
+            + books.to_html(index=False, escape=True, border=0, classes="books"))
+
+
+def _snippets_section(result: AuditResult, flagged: list[str], lm) -> str:
+    if not flagged:
+        return "<h2>Top snippets of flagged books</h2><p>No book was flagged.</p>"
+    spec = get_method(result.settings.method)
+    parts = ["<h2>Top snippets of flagged books</h2><p class='note'>The highest-scoring snippets of each flagged book"
+             + (f", coloured by the per-token {_e(spec.label)} scores (outlined: tokens in the sequence score; hover "
+                "for log-probabilities)." if lm is not None and spec.token_level else ".") + "</p>"]
+    audit = result.snippets[result.snippets["role"] == "audit"]
+    for book in flagged:
+        top = audit[audit["book"] == book].nlargest(TOP_SNIPPETS, "score")
+        parts.append(f"<h3>{_e(book)}</h3>")
+        for row in top.itertuples():
+            body = _snippet_body(row.text, result, lm, f"heatmap-{row.snippet_id}")
+            parts.append(f"<details open><summary>snippet {row.position} — score {row.score:.4g}</summary>{body}</details>")
+    return "".join(parts)
+
+
+def _snippet_body(text: str, result: AuditResult, lm, element_id: str) -> str:
+    """A token heatmap of the snippet when the model is at hand (statistics come from the cache), else its text."""
+    spec = get_method(result.settings.method)
+    if lm is None or not spec.token_level or spec.needs != ("stats",):
+        return f"<div style='white-space:pre-wrap'>{_e(text)}</div>"
+    from ..scoring import score
+
+    stats = lm.token_stats([text], bos=result.settings.bos, long_text="truncate")[0]
+    params = {k: v for k, v in result.settings.params.items() if k in spec.param_names}
+    s = score(spec.name, stats, **params)
+    safe_id = "".join(c if c.isalnum() or c in "-_" else "-" for c in element_id)
+    decode = lambda i: lm.tokenizer.decode([i])  # noqa: E731
+    return heatmap_html(stats, s.token_scores, s.selected, centre=0.0 if spec.name == "min_k_pp" else None,
+                        decode=decode, element_id=safe_id)
+
+
+def _problems_section(result: AuditResult) -> str:
+    if result.problems.empty:
+        return ""
+    return ("<h2>Books not audited</h2>" + result.problems.to_html(index=False, escape=True, border=0))
+
+
+def _limits_section(result: AuditResult) -> str:
+    cal = result.calibration
+    items = [
+        "A membership score is statistical evidence, not a record of what a model was trained on. A high rate is "
+        "<i>consistent with</i> training on the book; it can also come from quotations, summaries or near-duplicates of "
+        "the book elsewhere in the training data, or from text that is simply predictable.",
+        f"Every verdict rests on the calibration: at this threshold {cal.fpr:.1%} of the known non-member snippets are "
+        "flagged, so a clean book is expected to show about that rate. If the audited books differ from the calibration "
+        "books (language, period, genre, edition, length), the FPR and TPR do not transfer and the verdicts are unreliable.",
+        "Known non-member books must really be unseen by the model (e.g. published after its training cut-off). Members "
+        "and non-members that differ in date or topic can be told apart without the model; check such a split with the "
+        "blind baseline (mia eval) before trusting it.",
+        "No evidence is not evidence of absence: a detector with TPR "
+        f"{cal.tpr:.1%} misses many seen snippets, and models memorise little of most books they see once.",
+        "The book test treats snippets as independent; neighbouring snippets are correlated, so its p-values are "
+        "optimistic for books with long repeated passages. The intervals account for this by resampling blocks of "
+        "snippets and whole calibration books.",
+        "Snippets are truncated to the model's context, and the last part of a book shorter than one snippet is not scored.",
+    ]
+    return "<h2>Limits of the evidence</h2><ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
+
+
+def _meta_table(rows: dict) -> str:
+    return "<table class='meta'>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows.items()) + "</table>"
+
+
+def _figure(fig, div_id: str) -> str:
+    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id)
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+

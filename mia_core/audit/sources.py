@@ -1,0 +1,206 @@
+"""Books in: files (.txt/.md/.pdf/.epub), folders and zips of them, tables with `book`/`text` columns, demo sets.
+
+A book that cannot be read becomes a `Problem` (named, with the reason) and the others go on; only a
+source with no usable book at all is an error. Calibration sets also carry a member label per book.
+"""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import pandas as pd
+
+from ..documents import SUFFIXES as DOCUMENT_SUFFIXES
+from ..documents import DocumentError, document_text
+from ..inputs import InputError
+
+#: Largest single book file, and largest folder/zip/table, read (bytes).
+MAX_BOOK_BYTES = 50_000_000
+MAX_SOURCE_BYTES = 2_000_000_000
+TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json")
+#: Folder names that label the books inside them in a calibration folder or zip.
+LABEL_FOLDERS = {"members": 1, "member": 1, "non_members": 0, "non-members": 0, "nonmembers": 0, "non_member": 0}
+DEMO_SETS = ("demo-books",)
+
+
+@dataclass(frozen=True)
+class Book:
+    """One book: a unique name in its set, its text, where it came from, and its label (calibration only)."""
+
+    name: str
+    text: str
+    source: str
+    label: int | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A book that was not audited, and why (shown in reports, never silently dropped)."""
+
+    book: str
+    message: str
+
+
+def read_books(source: str | Path) -> tuple[list[Book], list[Problem]]:
+    """Books to audit from a file, folder, zip, table or the audit half of a demo set."""
+    books, problems = _read_source(source, role="audit")
+    if not books:
+        raise InputError(f"{source}: no readable book" + (f" ({problems[0].message})" if problems else ""))
+    return books, problems
+
+
+def read_calibration(source: str | Path) -> tuple[list[Book], list[Problem]]:
+    """Known member (label 1) and known non-member (label 0) books; both classes are required.
+
+    A table needs a `label` column (one label per book); a folder or zip needs `members/` and
+    `non_members/` sub-folders; `demo-books` gives its calibration plays.
+    """
+    books, problems = _read_source(source, role="calibration")
+    unlabelled = [b.name for b in books if b.label is None]
+    if unlabelled:
+        raise InputError(f"{source}: calibration books need labels (1 = member, 0 = non-member); none for "
+                         f"{', '.join(unlabelled[:3])}. Use a table with a 'label' column or members/ and non_members/ folders")
+    classes = {b.label for b in books}
+    if classes != {0, 1}:
+        have = "no book" if not classes else f"only {'members' if classes == {1} else 'non-members'}"
+        raise InputError(f"{source}: the calibration set has {have}; it needs known member and known non-member books")
+    return books, problems
+
+
+def _read_source(source: str | Path, *, role: str) -> tuple[list[Book], list[Problem]]:
+    """Dispatch on what `source` is; books get unique names."""
+    if str(source) in DEMO_SETS and not Path(source).exists():
+        return _demo_books(str(source), role), []
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder (or built-in set: {', '.join(DEMO_SETS)})")
+    if path.is_dir():
+        items = _folder_items(path)
+    elif path.suffix.lower() == ".zip":
+        items = _zip_items(path)
+    elif path.suffix.lower() in TABLE_SUFFIXES:
+        return _unique(*_table_books(path))
+    else:
+        items = [(path.name, None, path.read_bytes)]
+    single_file = path.is_file() and path.suffix.lower() != ".zip"
+    books, problems = [], []
+    for name, label, read in items:
+        try:
+            text = document_text(name, read(), max_bytes=MAX_BOOK_BYTES)
+            books.append(Book(PurePosixPath(name).stem, text, str(path) if single_file else f"{path}/{name}", label))
+        except (DocumentError, OSError, zipfile.BadZipFile) as err:
+            problems.append(Problem(PurePosixPath(name).stem, str(err)))
+    return _unique(books, problems)
+
+
+def _folder_items(path: Path) -> list:
+    """(name relative to the folder, label from a members/non_members folder, reader) for each document."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES)
+    if not files:
+        raise InputError(f"{path}: no {', '.join(DOCUMENT_SUFFIXES)} files in this folder")
+    total = sum(p.stat().st_size for p in files)
+    if total > MAX_SOURCE_BYTES:
+        raise InputError(f"{path}: {total / 1e9:.1f} GB of books is over the {MAX_SOURCE_BYTES / 1e9:.0f} GB limit")
+    return [(p.relative_to(path).as_posix(), _label_of(p.relative_to(path).parts), p.read_bytes) for p in files]
+
+
+def _zip_items(path: Path) -> list:
+    """Like `_folder_items`, for the documents inside a zip (sizes checked before reading)."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        raise InputError(f"{path}: not a readable zip file") from None
+    infos = sorted((i for i in archive.infolist() if not i.is_dir() and "__MACOSX" not in i.filename
+                    and PurePosixPath(i.filename).suffix.lower() in DOCUMENT_SUFFIXES), key=lambda i: i.filename)
+    if not infos:
+        raise InputError(f"{path}: no {', '.join(DOCUMENT_SUFFIXES)} files in this zip")
+    if sum(i.file_size for i in infos) > MAX_SOURCE_BYTES:
+        raise InputError(f"{path}: the zip unpacks to more than {MAX_SOURCE_BYTES / 1e9:.0f} GB")
+    return [(i.filename, _label_of(PurePosixPath(i.filename).parts), _zip_reader(archive, i)) for i in infos]
+
+
+def _zip_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
+    def read() -> bytes:
+        if info.file_size > MAX_BOOK_BYTES:
+            raise DocumentError(f"{info.filename}: {info.file_size / 1e6:.0f} MB is over the "
+                                f"{MAX_BOOK_BYTES / 1e6:.0f} MB limit for one book")
+        return archive.read(info)
+    return read
+
+
+def _label_of(parts: tuple[str, ...]) -> int | None:
+    """1/0 when a parent folder is called members/non_members (any depth), else None."""
+    for part in parts[:-1]:
+        if part.lower() in LABEL_FOLDERS:
+            return LABEL_FOLDERS[part.lower()]
+    return None
+
+
+def _table_books(path: Path) -> tuple[list[Book], list[Problem]]:
+    """Rows grouped by `book` in file order, their `text` joined by blank lines; `label` if present."""
+    if path.stat().st_size > MAX_SOURCE_BYTES:
+        raise InputError(f"{path}: over the {MAX_SOURCE_BYTES / 1e9:.0f} GB limit")
+    df = _read_table(path)
+    missing = [c for c in ("book", "text") if c not in df.columns]
+    if missing:
+        raise InputError(f"{path}: needs columns 'book' and 'text' (missing {', '.join(missing)}; "
+                         f"columns: {', '.join(map(str, df.columns[:10]))})")
+    books, problems = [], []
+    for name, rows in df.groupby(df["book"].astype(str), sort=False):
+        text = "\n\n".join(str(t) for t in rows["text"] if isinstance(t, str) and t.strip())
+        labels = set(rows["label"].dropna().tolist()) if "label" in rows else set()
+        if len(labels) > 1:
+            problems.append(Problem(name, f"{path}: book {name!r} has rows with different labels {sorted(labels)}"))
+        elif labels and not labels <= {0, 1, "0", "1"}:
+            problems.append(Problem(name, f"{path}: book {name!r} has label {labels.pop()!r}; labels must be 0 or 1"))
+        elif not text:
+            problems.append(Problem(name, f"{path}: book {name!r} has no text"))
+        else:
+            books.append(Book(name, text, str(path), int(labels.pop()) if labels else None))
+    return books, problems
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    """A CSV/TSV/JSONL/JSON table, text read as str; unreadable → InputError naming the file."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".csv", ".tsv"):
+            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype={"book": str, "text": str})
+        if suffix == ".jsonl":
+            return pd.read_json(path, lines=True, dtype={"book": str, "text": str})
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return pd.DataFrame(data if isinstance(data, list) else data.get("data", data))
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as err:
+        raise InputError(f"{path}: not a readable {suffix[1:].upper()} table ({str(err).splitlines()[0][:120]})") from None
+
+
+def _demo_books(name: str, role: str) -> list[Book]:
+    """The plays of a demo set with the given role (calibration or audit), labels kept."""
+    from .. import datasets
+
+    df = datasets.load(name)
+    df = df[df["role"] == role]
+    return [Book(str(r.id), str(r.text), name, int(r.label)) for r in df.itertuples()]
+
+
+def _unique(books: list[Book], problems: list[Problem]) -> tuple[list[Book], list[Problem]]:
+    """Make book names unique (`name`, `name (2)`, …) in order, so ids never collide."""
+    seen: dict[str, int] = {}
+    out = []
+    for book in books:
+        seen[book.name] = seen.get(book.name, 0) + 1
+        name = book.name if seen[book.name] == 1 else f"{book.name} ({seen[book.name]})"
+        out.append(Book(name, book.text, book.source, book.label))
+    return out, problems
+
+
+def zip_of(files: dict[str, bytes]) -> bytes:
+    """A zip archive in memory from {name: bytes} (used by pages to hand uploads to `read_books`)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
