@@ -8,6 +8,7 @@ interval then carries along.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,7 +118,9 @@ def calibrate(scores, labels, books, *, rule: str = "fpr", target_fpr: float = 0
     book_sd = between_book_sd(s, y, g)
     pred_tpr = predictive_rates(s[member], g[member], threshold, book_sd, n_boot, rng)
     pred_fpr = predictive_rates(s[nonmember], g[nonmember], threshold, book_sd, n_boot, rng)
-    evaluation = metrics.evaluate(y, s, n_boot=auroc_boot or n_boot, seed=seed, groups=g, ci=ci, fprs=(target_fpr,))
+    with warnings.catch_warnings():  # its warnings are kept in `Calibration.warnings`
+        warnings.simplefilter("ignore")
+        evaluation = metrics.evaluate(y, s, n_boot=auroc_boot or n_boot, seed=seed, groups=g, ci=ci, fprs=(target_fpr,))
     roc_fpr, roc_tpr, _ = metrics.roc_curve(y, s)
     n_books = (len(set(g[member])), len(set(g[nonmember])))
     cal = Calibration(

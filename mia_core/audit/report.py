@@ -144,14 +144,16 @@ def _books_section(result: AuditResult) -> str:
 
 
 def _snippets_section(result: AuditResult, flagged: list[str], lm) -> str:
-    if not flagged:
-        return "<h2>Top snippets of flagged books</h2><p>No book was flagged.</p>"
+    """The top snippets of every flagged book; with none flagged, of the top-ranked book, for inspection."""
     spec = get_method(result.settings.method)
-    parts = ["<h2>Top snippets of flagged books</h2><p class='note'>The highest-scoring snippets of each flagged book"
+    shown = flagged or list(result.books["book"][:1])
+    lead = ("The highest-scoring snippets of each flagged book" if flagged else
+            "No book was flagged. For inspection, the highest-scoring snippets of the top-ranked book")
+    parts = ["<h2>Top snippets</h2><p class='note'>" + lead
              + (f", coloured by the per-token {_e(spec.label)} scores (outlined: tokens in the sequence score; hover "
                 "for log-probabilities)." if lm is not None and spec.token_level else ".") + "</p>"]
     audit = result.snippets[result.snippets["role"] == "audit"]
-    for book in flagged:
+    for book in shown:
         top = audit[audit["book"] == book].nlargest(TOP_SNIPPETS, "score")
         parts.append(f"<h3>{_e(book)}</h3>")
         for row in top.itertuples():

@@ -1,0 +1,123 @@
+"""Long text, window by window (Min-K%++ appendix C): scores of consecutive token windows along a text."""
+from __future__ import annotations
+
+import streamlit as st
+
+import mia_core
+from mia_core.audit.online import (
+    OnlineParams, demo_passages, join_passages, label_windows, window_auroc, window_scores, window_view,
+)
+from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
+from mia_core.heatmap import heatmap_html
+from ui.models import cached_model, cached_stats
+from ui.windows import window_figure
+
+STATS_ONLY = [name for name, spec in mia_core.METHODS.items() if spec.needs == ("stats",)]
+SOURCES = {"text": "Paste or upload a text", "passages": "Two labelled passages",
+           "demo": "Demo: non-member then member paragraphs (demo-wiki)"}
+CENTRES = {"min_k_pp": 0.0}
+
+
+def text_ui() -> tuple[str, list[tuple[int, int, int]] | None]:
+    """The long text and, where known, the (char_start, char_end, label) span of each passage."""
+    source = st.radio("Text", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="online_source")
+    if source == "demo":
+        pairs = st.number_input("Pairs of paragraphs", 1, 6, 2, key="online_pairs")
+        if st.session_state.get("model_spec") != "demo-known":
+            st.info("Membership of the demo paragraphs is known for the **demo-known** model; pick it in the sidebar.")
+        passages, labels = demo_passages(int(pairs))
+        return join_passages(passages, labels)
+    if source == "passages":
+        texts, labels = [], []
+        for i, column in enumerate(st.columns(2)):
+            labels.append(column.radio(f"Passage {i + 1} is", [0, 1], index=i, horizontal=True, key=f"online_label{i}",
+                                       format_func=lambda v: "a member" if v else "a non-member"))
+            texts.append(column.text_area(f"Passage {i + 1}", height=150, key=f"online_passage{i}"))
+        if not all(t.strip() for t in texts):
+            return "", None
+        return join_passages(texts, labels)
+    upload = st.file_uploader("Upload a document", type=["txt", "md", "pdf", "epub"], key="online_upload",
+                              help=f"Up to {MAX_UPLOAD_BYTES // 1_000_000} MB.")
+    if upload is not None:
+        try:
+            return document_text(upload.name, upload.getvalue()), None
+        except DocumentError as err:
+            st.error(str(err))
+            return "", None
+    return st.text_area("Text", height=180, key="online_text"), None
+
+
+def params_ui() -> OnlineParams:
+    c1, c2, c3, c4 = st.columns(4)
+    method = c1.selectbox("Method", STATS_ONLY, index=STATS_ONLY.index("min_k_pp"), key="online_method",
+                          format_func=lambda m: mia_core.METHODS[m].label)
+    window = int(c2.number_input("Window (tokens)", 4, 1024, 32, key="online_window", help="The paper: 32."))
+    stride = int(c3.number_input("Stride (tokens)", 1, window, window,
+                                 help="Tokens between window starts; equal to the window: no overlap (the paper)."))
+    k = c4.slider("k", 0.05, 1.0, 0.2, 0.05, key="online_k")
+    return OnlineParams(window=window, stride=stride, method=method, k=k)
+
+
+def picked_window(n_windows: int) -> int:
+    """The window to show: a newly clicked point of the chart (read before it is redrawn), else the number box."""
+    event = st.session_state.get("online_chart")
+    points = event.get("selection", {}).get("points", []) if event else []
+    clicked = next((int(p["customdata"]) for p in points if p.get("customdata") is not None), None)
+    if clicked is not None and clicked != st.session_state.get("online_clicked"):
+        st.session_state["online_clicked"] = clicked
+        st.session_state["online_pick"] = clicked
+    if st.session_state.get("online_pick", 0) >= n_windows:
+        st.session_state["online_pick"] = 0
+    return int(st.number_input("Show window", 0, n_windows - 1, key="online_pick",
+                               help="Or click a point of the chart."))
+
+
+def draw(spec: str, text: str, spans, params: OnlineParams) -> None:
+    """Window scores from cached statistics (changing the method or W never re-runs the model)."""
+    with st.spinner("Running the model …"):
+        stats = cached_stats(spec, (text,))[0]
+    if stats.n_scored == 0:
+        st.error("Nothing to score: the text is empty.")
+        return
+    table = window_scores(stats, params)
+    labels = label_windows(stats, table, spans) if spans else None
+    label = mia_core.METHODS[params.method].label
+    cols = st.columns(3)
+    cols[0].metric("Tokens", stats.n_scored)
+    cols[1].metric("Windows", len(table))
+    if labels is not None and len(set(labels[labels >= 0])) == 2:
+        cols[2].metric("Window AUROC", f"{window_auroc(table, labels):.3f}")
+    context = "at least half a context of" if stats.long_text == "sliding" else "its full"
+    st.caption(f"One pass over the whole text: every token is scored with {context} left context "
+               f"({cached_model(spec).max_length:,}-token context). Windows take the label of the passage holding "
+               "most of their tokens.")
+    i = picked_window(len(table))
+    st.plotly_chart(window_figure(table, label, labels=labels, picked=i), key="online_chart",
+                    on_select="rerun", selection_mode="points")
+    row = table.iloc[i]
+    tag = "" if labels is None else f" · {['non-member', 'member'][labels[i]] if labels[i] >= 0 else 'no'} passage"
+    st.markdown(f"**Window {i}** · tokens {row.token_start}–{row.token_end - 1} · {label} {row.score:.3f}{tag}")
+    view = window_view(stats, int(row.token_start), int(row.token_end))
+    takes_k = "k" in mia_core.METHODS[params.method].param_names
+    score = mia_core.score(params.method, view, **({"k": params.k} if takes_k else {}))
+    st.html(heatmap_html(view, score.token_scores, score.selected, centre=CENTRES.get(params.method),
+                         decode=cached_model(spec).tokenizer.decode, element_id="online-window"))
+    out = table.assign(label=labels) if labels is not None else table
+    st.download_button("Window scores (CSV)", out.to_csv(index=False), "windows.csv", "text/csv")
+
+
+st.title("Long text, window by window")
+st.markdown("Detect training data **while it is being generated**: each window of W tokens is scored with the text "
+            "before it as context (Zhang et al., Min-K%++, appendix C). Evidence consistent with membership, "
+            "never proof.")
+spec = st.session_state.get("model_spec")
+text, spans = text_ui()
+params = params_ui()
+if st.button("Score the windows", type="primary", disabled=spec is None or not text.strip(), key="online_run"):
+    st.session_state["online_request"] = (spec, text, spans)
+    st.session_state.pop("online_pick", None)
+request = st.session_state.get("online_request")
+if spec is None:
+    st.warning("Load a model in the sidebar first.")
+elif request is not None:
+    draw(*request, params)

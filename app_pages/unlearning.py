@@ -1,0 +1,113 @@
+"""Unlearning audit (Min-K% paper §7): chunks the unlearned model still scores like the original did."""
+from __future__ import annotations
+
+import streamlit as st
+
+import mia_core
+from mia_core import datasets
+from mia_core.audit.unlearning import UnlearningParams, audit_unlearning
+from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
+from ui.models import BUILT_IN, cached_model
+from ui.windows import ratio_figure
+
+STATS_ONLY = [name for name, spec in mia_core.METHODS.items() if spec.needs == ("stats",)]
+SHOWN = ["rank", "chunk_id", "ratio", "score_original", "score_unlearned", "n_words", "text"]
+
+
+def unlearned_ui(original: str | None) -> str | None:
+    """The unlearned model's spec: a built-in (the one the sidebar did not pick, by default) or a name."""
+    options = list(BUILT_IN)
+    default = options.index("demo" if original == "demo-known" else "demo-known")
+    choice = st.selectbox("Unlearned model (the sidebar's model is the original)", options, index=default,
+                          format_func=BUILT_IN.get, key="unlearn_spec")
+    if choice != "other":
+        return choice
+    return st.text_input("Hub id or local folder of the unlearned model", key="unlearn_other").strip() or None
+
+
+def texts_ui() -> tuple[list[str], list[str]]:
+    """(texts, source names): uploaded documents, pasted text, or demo-wiki paragraphs."""
+    source = st.radio("Texts to audit", ["mine", "demo"], horizontal=True, key="unlearn_source",
+                      format_func={"mine": "Upload or paste", "demo": "Demo: demo-wiki paragraphs"}.get)
+    if source == "demo":
+        n = st.number_input("Paragraphs per class", 2, 40, 6, key="unlearn_demo_n")
+        data = datasets.load("demo-wiki")
+        data = data[data["bucket"] == 128].groupby("label").sample(int(n), random_state=0)
+        st.caption("With demo-known as the original and demo as the unlearned model the adapter is removed: exact "
+                   "unlearning of the members. Members move; non-members, which neither model learned, score alike "
+                   "— run the audit only on what should have been forgotten.")
+        names = [f"{'member' if lab else 'non-member'}: {i}" for i, lab in zip(data["id"], data["label"])]
+        return data["text"].tolist(), names
+    uploads = st.file_uploader("Upload documents", type=["txt", "md", "pdf", "epub"], accept_multiple_files=True,
+                               help=f"Up to {MAX_UPLOAD_BYTES // 1_000_000} MB each.", key="unlearn_upload")
+    texts, names = [], []
+    for upload in uploads or []:
+        try:
+            texts.append(document_text(upload.name, upload.getvalue()))
+            names.append(upload.name)
+        except DocumentError as err:
+            st.error(str(err))
+    if texts:
+        return texts, names
+    text = st.text_area("…or paste a text", height=150, key="unlearn_text",
+                        placeholder="The text the model was meant to forget (e.g. a book's chapters).")
+    return ([text], ["pasted"]) if text.strip() else ([], [])
+
+
+def params_ui() -> UnlearningParams:
+    c1, c2, c3, c4 = st.columns(4)
+    words = c1.number_input("Words per chunk", 8, 4096, 512, key="unlearn_words", help="The paper: 512.")
+    method = c2.selectbox("Method", STATS_ONLY, index=STATS_ONLY.index("min_k"), key="unlearn_method",
+                          format_func=lambda m: mia_core.METHODS[m].label,
+                          help="The paper: Min-K% Prob. The ratio needs scores of one sign (Min-K%, loss, zlib).")
+    k = c3.slider("k", 0.05, 1.0, 0.2, 0.05, key="unlearn_k")
+    band = c4.number_input("Band", 1.01, 3.0, 1.15, 0.01, key="unlearn_band",
+                           help="Suspect when the score ratio lies in (1/band, band); the paper: 1.15.")
+    return UnlearningParams(chunk_words=int(words), method=method, k=k, band=band)
+
+
+def run(original: str, unlearned: str, texts: list[str], names: list[str], params: UnlearningParams) -> None:
+    """Score every chunk under both models (progress bar); keep the table in the session."""
+    try:
+        models = cached_model(original), cached_model(unlearned)
+    except mia_core.ModelLoadError as err:
+        st.error(str(err))
+        return
+    bar = st.progress(0.0, text="Scoring chunks under the original, then the unlearned model …")
+    table = audit_unlearning(*models, texts, sources=names, params=params,
+                             progress=lambda done, total: bar.progress(min(1.0, done / total)))
+    bar.empty()
+    st.session_state["unlearn_result"] = {"table": table, "params": params, "models": (original, unlearned)}
+
+
+def draw(result: dict) -> None:
+    """Counts, the scatter with the band, the ranked suspects, the full table as CSV."""
+    table, params = result["table"], result["params"]
+    label = mia_core.METHODS[params.method].label
+    suspects = table[table["suspect"]]
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Chunks", len(table))
+    c2.metric("Suspects", len(suspects))
+    c3.metric("Share", f"{len(suspects) / len(table):.0%}")
+    st.caption(f"Original **{result['models'][0]}**, unlearned **{result['models'][1]}**; {label}, k = {params.k:g}, "
+               f"{params.chunk_words}-word chunks; suspect when {1 / params.band:.3f} < ratio < {params.band:g}. "
+               "A suspect is a lead for completion or question probes, not proof that unlearning failed.")
+    st.plotly_chart(ratio_figure(table, params.band, label), key="unlearn_scatter")
+    st.markdown("**Suspects, most similar under both models first** (|ln ratio| ascending)")
+    st.dataframe(suspects[SHOWN], hide_index=True, key="unlearn_table")
+    st.download_button("All chunks (CSV)", table.to_csv(index=False), "unlearning_audit.csv", "text/csv")
+
+
+st.title("Unlearning audit")
+st.markdown("Chunks of the text that should have been forgotten are scored under the original and the unlearned "
+            "model; where the two scores barely differ, unlearning **may have failed** (Shi et al. 2024, §7).")
+original = st.session_state.get("model_spec")
+unlearned = unlearned_ui(original)
+texts, names = texts_ui()
+params = params_ui()
+if original is None:
+    st.warning("Load the original model in the sidebar first.")
+elif st.button("Run the audit", type="primary", disabled=not (texts and unlearned), key="unlearn_run"):
+    run(original, unlearned, texts, names, params)
+if "unlearn_result" in st.session_state:
+    draw(st.session_state["unlearn_result"])

@@ -1,0 +1,119 @@
+"""Books in: every supported source, bad books reported by name while the others go on, snippets."""
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pandas as pd
+import pytest
+
+from mia_core.audit.snippets import book_snippets, split_words
+from mia_core.audit.sources import Book, read_books, read_calibration
+from mia_core.inputs import InputError
+
+
+def words(n: int, tag: str = "w") -> str:
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+def epub_bytes(text: str) -> bytes:
+    from ebooklib import epub
+
+    book = epub.EpubBook()
+    book.set_identifier("id1")
+    book.set_title("T")
+    chapter = epub.EpubHtml(title="c1", file_name="c1.xhtml")
+    chapter.content = f"<html><body><p>{text}</p></body></html>"
+    book.add_item(chapter)
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    book.spine = ["nav", chapter]
+    buffer = io.BytesIO()
+    epub.write_epub(buffer, book)
+    return buffer.getvalue()
+
+
+def test_split_words_keeps_the_original_text_and_drops_the_short_tail():
+    text = "One two,\nthree  four five six seven"
+    assert split_words(text, 3) == ["One two,\nthree", "four five six"]
+    assert split_words("a b", 3) == []
+    with pytest.raises(ValueError, match="at least 1"):
+        split_words(text, 0)
+
+
+def test_book_snippets_ids_and_short_books():
+    snippets, problems = book_snippets([Book("long", words(25), "x"), Book("short", words(7), "y")], words=10)
+    assert [s.snippet_id for s in snippets] == ["long#00000", "long#00001"]
+    assert snippets[1].text == " ".join(f"w{i}" for i in range(10, 20))
+    assert len(problems) == 1 and problems[0].book == "short" and "7 words, fewer than one 10-word snippet" in problems[0].message
+
+
+def test_folder_with_bad_books_reports_them_and_reads_the_rest(tmp_path):
+    folder = tmp_path / "books"
+    folder.mkdir()
+    (folder / "good.txt").write_text(words(40))
+    (folder / "empty.txt").write_text("")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    (folder / "broken.epub").write_bytes(b"PK\x03\x04 not an epub")
+    (folder / "book.epub").write_bytes(epub_bytes(words(30, "e")))
+    (folder / "notes.csv").write_text("ignored")  # not a book type inside a folder
+    books, problems = read_books(folder)
+    assert sorted(b.name for b in books) == ["book", "good"]
+    assert next(b for b in books if b.name == "book").text.split()[:2] == ["e0", "e1"]
+    assert sorted(p.book for p in problems) == ["broken", "broken", "empty"]
+    messages = sorted(p.message for p in problems)
+    assert "broken.epub: not a readable EPUB" in messages[0] and "broken.pdf: not a readable PDF" in messages[1]
+    assert "empty.txt: the file is empty" in messages[2]
+
+
+def test_zip_table_and_calibration_labels(tmp_path):
+    archive = tmp_path / "cal.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("members/a.txt", words(20, "a"))
+        z.writestr("non_members/b.md", words(20, "b"))
+        z.writestr("non_members/c.txt", words(20, "c"))
+    books, problems = read_calibration(archive)
+    assert {(b.name, b.label) for b in books} == {("a", 1), ("b", 0), ("c", 0)} and not problems
+
+    table = tmp_path / "books.csv"
+    pd.DataFrame({"book": ["x", "y", "x"], "text": ["part one", "other", "part two"], "label": [1, 0, 1]}).to_csv(table, index=False)
+    books, _ = read_calibration(table)
+    assert {b.name: (b.text, b.label) for b in books} == {"x": ("part one\n\npart two", 1), "y": ("other", 0)}
+
+    jsonl = tmp_path / "books.jsonl"
+    jsonl.write_text('{"book": "x", "text": "t"}\n{"book": "x", "text": "u"}\n')
+    books, _ = read_books(jsonl)
+    assert [(b.name, b.text, b.label) for b in books] == [("x", "t\n\nu", None)]
+
+
+def test_calibration_with_one_class_or_no_labels_is_a_clear_error(tmp_path):
+    table = tmp_path / "one.csv"
+    pd.DataFrame({"book": ["x", "y"], "text": ["a", "b"], "label": [1, 1]}).to_csv(table, index=False)
+    with pytest.raises(InputError, match="only members"):
+        read_calibration(table)
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "a.txt").write_text("text")
+    with pytest.raises(InputError, match="need labels"):
+        read_calibration(folder)
+    with pytest.raises(InputError, match="book' and 'text"):
+        bad = tmp_path / "bad.csv"
+        bad.write_text("title,body\na,b\n")
+        read_books(bad)
+    with pytest.raises(InputError, match="no such file"):
+        read_books(tmp_path / "missing")
+
+
+def test_demo_books_roles():
+    audit, _ = read_books("demo-books")
+    calibration, _ = read_calibration("demo-books")
+    assert len(audit) == 8 and len(calibration) == 4
+    assert {b.label for b in calibration} == {0, 1} and not {b.name for b in audit} & {b.name for b in calibration}
+
+
+def test_duplicate_names_are_made_unique(tmp_path):
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "same.txt").write_text(words(5))
+    books, _ = read_books(tmp_path)
+    assert [b.name for b in books] == ["same", "same (2)"]
