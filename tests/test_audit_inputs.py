@@ -48,6 +48,13 @@ def test_book_snippets_ids_and_short_books():
     assert len(problems) == 1 and problems[0].book == "short" and "7 words, fewer than one 10-word snippet" in problems[0].message
 
 
+def test_snippets_can_be_spread_along_long_books():
+    snippets, _ = book_snippets([Book("long", words(100), "x")], words=10, max_per_book=4)
+    assert [s.position for s in snippets] == [0, 3, 6, 9]
+    assert snippets[1].text.split()[0] == "w30"
+    assert len(book_snippets([Book("b", words(30), "x")], words=10, max_per_book=5)[0]) == 3
+
+
 def test_folder_with_bad_books_reports_them_and_reads_the_rest(tmp_path):
     folder = tmp_path / "books"
     folder.mkdir()

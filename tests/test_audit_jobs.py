@@ -220,6 +220,7 @@ def test_demo_books_with_demo_known(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run([sys.executable, "-m", "mia_core", "audit-books", "--model", "demo-known",
                            "--calibration", "demo-books", "--books", "demo-books", "--output-dir", str(out),
+                           "--snippet-words", "128", "--max-snippets-per-book", "4",
                            "--store", str(tmp_path / "r.duckdb")], env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]

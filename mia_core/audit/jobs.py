@@ -37,6 +37,7 @@ class AuditSettings:
     method: str = "min_k_pp"
     params: dict = field(default_factory=lambda: {"k": 0.2})
     snippet_words: int = 512
+    max_snippets_per_book: int | None = None
     bos: str = "auto"
     rule: str = "fpr"
     target_fpr: float = 0.05
@@ -47,7 +48,8 @@ class AuditSettings:
 
     def scoring_key(self) -> dict:
         """The settings that change snippet scores (the rest only change the analysis)."""
-        return {"method": self.method, "params": self.params, "snippet_words": self.snippet_words, "bos": self.bos}
+        return {"method": self.method, "params": self.params, "snippet_words": self.snippet_words, "bos": self.bos,
+                "max_snippets_per_book": self.max_snippets_per_book}
 
 
 @dataclass
@@ -84,8 +86,8 @@ def plan_audit(store: ResultsStore, lm, model_spec: str, books: list[Book], cali
     snippet are added to them. Calibration books keep their labels; audited books are unlabelled.
     """
     _check_backend(backend)
-    cal_snippets, cal_short = book_snippets(calibration, settings.snippet_words)
-    audit_snippets, audit_short = book_snippets(books, settings.snippet_words)
+    cal_snippets, cal_short = book_snippets(calibration, settings.snippet_words, settings.max_snippets_per_book)
+    audit_snippets, audit_short = book_snippets(books, settings.snippet_words, settings.max_snippets_per_book)
     labels = {b.name: b.label for b in calibration}
     if {labels[s.book] for s in cal_snippets} != {0, 1}:
         raise ValueError("the calibration books give no snippets of one class (too short for "

@@ -34,8 +34,21 @@ def split_words(text: str, words: int = 512) -> list[str]:
     return [text[spans[i][0]:spans[i + words - 1][1]] for i in range(0, len(spans) - words + 1, words)]
 
 
-def book_snippets(books: list[Book], words: int = 512) -> tuple[list[Snippet], list[Problem]]:
-    """Snippets of every book, in book order; books shorter than one snippet become problems."""
+def spread_positions(n: int, limit: int | None) -> list[int]:
+    """All of range(n), or `limit` positions evenly spread over it (first and last included)."""
+    if limit is None or n <= limit:
+        return list(range(n))
+    if limit < 1:
+        raise ValueError(f"at most {limit} snippets per book: need at least 1")
+    return sorted({round(i * (n - 1) / max(limit - 1, 1)) for i in range(limit)})
+
+
+def book_snippets(books: list[Book], words: int = 512, max_per_book: int | None = None) -> tuple[list[Snippet], list[Problem]]:
+    """Snippets of every book, in book order; books shorter than one snippet become problems.
+
+    `max_per_book` samples that many snippets evenly along each longer book (for large catalogues:
+    cost scales with snippets; the positions are kept, so a book's snippets stay in order).
+    """
     snippets, problems = [], []
     for book in books:
         pieces = split_words(book.text, words)
@@ -44,5 +57,6 @@ def book_snippets(books: list[Book], words: int = 512) -> tuple[list[Snippet], l
             problems.append(Problem(book.name, f"{book.name}: {n} words, fewer than one {words}-word snippet; "
                                                f"not audited (a smaller snippet size would include it)"))
             continue
-        snippets += [Snippet(f"{book.name}#{i:05d}", book.name, i, piece, words) for i, piece in enumerate(pieces)]
+        snippets += [Snippet(f"{book.name}#{i:05d}", book.name, i, pieces[i], words)
+                     for i in spread_positions(len(pieces), max_per_book)]
     return snippets, problems

@@ -25,6 +25,8 @@ def audit_books_cmd(
     k: float = KOpt,
     param: Optional[List[str]] = ParamOpt,
     snippet_words: int = typer.Option(512, "--snippet-words", help="words per snippet (Min-K% book study: 512)"),
+    max_snippets_per_book: Optional[int] = typer.Option(None, "--max-snippets-per-book", help="score at most this many "
+                                                        "snippets per book, evenly spread along it (cheaper, wider intervals)"),
     rule: str = typer.Option("fpr", "--rule", help="threshold rule: fpr (hold --target-fpr) or accuracy (maximise it)"),
     target_fpr: float = typer.Option(0.05, "--target-fpr", help="FPR the threshold holds on non-member snippets"),
     bos: str = BosOpt,
@@ -55,8 +57,8 @@ def audit_books_cmd(
         _error(f"--rule must be fpr or accuracy (got {rule!r})")
     if not 0 < target_fpr < 1:
         _error(f"--target-fpr must be between 0 and 1 (got {target_fpr})")
-    if snippet_words < 1 or batch_snippets < 1:
-        _error("--snippet-words and --batch-snippets must be at least 1")
+    if snippet_words < 1 or batch_snippets < 1 or (max_snippets_per_book is not None and max_snippets_per_book < 1):
+        _error("--snippet-words, --batch-snippets and --max-snippets-per-book must be at least 1")
     params = {"k": k} if "k" in spec.param_names else {}
     params.update(_parse_params(param))
     spec.make_params(**{n: v for n, v in params.items() if n in spec.param_names})  # rejects bad values early
@@ -64,7 +66,8 @@ def audit_books_cmd(
     audit_books, audit_problems = read_books(books)
     problems = [(p.book, "calibration", p.message) for p in cal_problems] + [(p.book, "audit", p.message) for p in audit_problems]
     output_dir.mkdir(parents=True, exist_ok=True)
-    settings = AuditSettings(method=method, params=params, snippet_words=snippet_words, bos=bos, rule=rule,
+    settings = AuditSettings(method=method, params=params, snippet_words=snippet_words,
+                             max_snippets_per_book=max_snippets_per_book, bos=bos, rule=rule,
                              target_fpr=target_fpr, seed=seed, n_boot=n_boot, batch_snippets=batch_snippets)
     results = ResultsStore(store)
     lm = _load(model, device, dtype, allow_pickle, trust_remote_code)
