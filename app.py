@@ -11,6 +11,7 @@ navigation = st.navigation([
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("app_pages/explore.py", title="Explore a text", icon=":material/biotech:"),
     st.Page("app_pages/benchmark.py", title="Benchmark methods", icon=":material/monitoring:"),
+    st.Page("app_pages/audit.py", title="Book audit", icon=":material/menu_book:"),
     st.Page("app_pages/unlearning.py", title="Unlearning audit", icon=":material/auto_delete:"),
     st.Page("app_pages/online.py", title="Long text, window by window", icon=":material/timeline:"),
     st.Page("app_pages/learn.py", title="Learn", icon=":material/school:"),

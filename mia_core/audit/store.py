@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -42,8 +44,9 @@ LOCK_WAIT_S = 30.0
 
 
 def default_store_path() -> Path:
-    """The shared store of this user (the dashboard and the CLI both default to it)."""
-    return cache_root() / "results.duckdb"
+    """The shared store (the dashboard and the CLI both default to it): `$MIA_LENS_STORE`, else in the cache."""
+    env = os.environ.get("MIA_LENS_STORE")
+    return Path(env).expanduser() if env else cache_root() / "results.duckdb"
 
 
 @dataclass(frozen=True)
@@ -72,21 +75,27 @@ class ResultsStore:
             con.execute(SCHEMA)
 
     @contextlib.contextmanager
-    def _connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection, retried while another process holds the file's lock."""
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
+    def _connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection, retried while another process holds the file's lock.
+
+        Within a process, operations on one file are serialised (DuckDB refuses two threads attaching
+        the same file at once, e.g. a background job writing while a page reads); always read-write,
+        since DuckDB also refuses mixed read-only/read-write connections to one file in a process.
+        """
+        with _process_lock(self.path):
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while True:
+                try:
+                    con = duckdb.connect(str(self.path))
+                    break
+                except duckdb.IOException as err:
+                    if "lock" not in str(err).lower() or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
             try:
-                con = duckdb.connect(str(self.path), read_only=read_only and self.path.exists())
-                break
-            except duckdb.IOException as err:
-                if "lock" not in str(err).lower() or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        try:
-            yield con
-        finally:
-            con.close()
+                yield con
+            finally:
+                con.close()
 
     # runs ---------------------------------------------------------------------------------------
     def create_run(self, run: RunRecord) -> bool:
@@ -102,7 +111,7 @@ class ResultsStore:
 
     def run(self, run_id: str) -> dict:
         """The run's row as a dict (params and config parsed); KeyError if there is no such run."""
-        with self._connect(read_only=True) as con:
+        with self._connect() as con:
             df = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
         if df.empty:
             raise KeyError(f"no run {run_id!r} in {self.path}")
@@ -116,7 +125,7 @@ class ResultsStore:
                           (SELECT count(*) FROM snippets s WHERE s.run_id = r.run_id) AS n_snippets,
                           (SELECT count(*) FROM scores c WHERE c.run_id = r.run_id) AS n_scored
                    FROM runs r {} ORDER BY r.created_at DESC"""
-        with self._connect(read_only=True) as con:
+        with self._connect() as con:
             if kind:
                 return con.execute(query.format("WHERE r.kind = ?"), [kind]).df()
             return con.execute(query.format("")).df()
@@ -150,12 +159,12 @@ class ResultsStore:
                 con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", [[run_id, *p] for p in problems])
 
     def problems(self, run_id: str) -> pd.DataFrame:
-        with self._connect(read_only=True) as con:
+        with self._connect() as con:
             return con.execute("SELECT book, role, message FROM problems WHERE run_id = ?", [run_id]).df()
 
     def pending(self, run_id: str) -> pd.DataFrame:
         """Planned snippets without a stored score, in plan order (book, position)."""
-        with self._connect(read_only=True) as con:
+        with self._connect() as con:
             return con.execute("""SELECT s.* EXCLUDE (run_id) FROM snippets s WHERE s.run_id = ? AND NOT EXISTS
                                   (SELECT 1 FROM scores c WHERE c.run_id = s.run_id AND c.snippet_id = s.snippet_id)
                                   ORDER BY s.role, s.book, s.position""", [run_id]).df()
@@ -176,7 +185,7 @@ class ResultsStore:
 
     def results(self, run_id: str) -> pd.DataFrame:
         """Every planned snippet with its score (NaN if not scored yet) and when/by which session it was scored."""
-        with self._connect(read_only=True) as con:
+        with self._connect() as con:
             return con.execute("""SELECT s.snippet_id, s.book, s.role, s.label, s.position, s.n_words, s.text,
                                          c.score, c.n_tokens, c.truncated, c.session, c.computed_at
                                   FROM snippets s LEFT JOIN scores c USING (run_id, snippet_id)
@@ -184,10 +193,21 @@ class ResultsStore:
 
     def progress(self, run_id: str) -> tuple[int, int]:
         """(scored, planned) snippet counts of a run."""
-        with self._connect(read_only=True) as con:
+        with self._connect() as con:
             planned = con.execute("SELECT count(*) FROM snippets WHERE run_id = ?", [run_id]).fetchone()[0]
             scored = con.execute("SELECT count(*) FROM scores WHERE run_id = ?", [run_id]).fetchone()[0]
         return int(scored), int(planned)
+
+
+_LOCKS: dict[str, threading.RLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _process_lock(path: Path) -> threading.RLock:
+    """One lock per store file in this process."""
+    key = str(path.resolve())
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(key, threading.RLock())
 
 
 def _now() -> datetime:

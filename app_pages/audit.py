@@ -1,0 +1,255 @@
+"""Book audit: per-book contamination against calibration books, as a background job that survives reruns."""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+import mia_core
+from mia_core.audit.books import verdict_key
+from mia_core.audit.figures import books_figure, calibration_figure, snippet_scores_figure
+from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit
+from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html
+from mia_core.audit.sources import read_books, read_calibration
+from mia_core.audit.store import ResultsStore, default_store_path
+from mia_core.heatmap import heatmap_html
+from mia_core.inputs import InputError
+from ui.jobs import job_state, start_scoring
+from ui.models import cached_model
+
+#: Book audits score every snippet with one method that needs only the target's statistics.
+AUDIT_METHODS = [name for name, spec in mia_core.METHODS.items() if spec.needs == ("stats",)]
+BOOK_TYPES = ["txt", "md", "pdf", "epub", "zip", "csv", "jsonl"]
+
+
+@st.cache_resource(show_spinner=False)
+def store_at(path: str) -> ResultsStore:
+    return ResultsStore(path)
+
+
+def results_store() -> ResultsStore:
+    """The shared results store (`$MIA_LENS_STORE`; the CLI writes to the same file by default)."""
+    return store_at(str(default_store_path()))
+
+
+def run_model(spec: str):
+    """The model a run was scored with, or None if it cannot be loaded here (then no heatmaps)."""
+    try:
+        return cached_model(spec)
+    except mia_core.ModelLoadError as err:
+        st.info(f"Model {spec} of this run cannot be loaded here ({err}); snippets are shown without heatmaps.")
+        return None
+
+
+def save_uploads(files, folder: Path) -> Path:
+    """Write uploaded files into `folder`; a single table or zip is returned as the path to read."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for upload in files:
+        (folder / Path(upload.name).name).write_bytes(upload.getvalue())
+    if len(files) == 1 and Path(files[0].name).suffix.lower() in (".zip", ".csv", ".jsonl"):
+        return folder / Path(files[0].name).name
+    return folder
+
+
+def sources_ui(workdir: Path):
+    """Calibration and books: the demo plays, or uploads. Returns (calibration source, books source) or Nones."""
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Calibration books** — known members and known non-members")
+        cal_choice = st.radio("Calibration", ["demo-books", "upload"], key="audit_cal_choice", horizontal=True,
+                              label_visibility="collapsed",
+                              format_func={"demo-books": "Demo plays (2 members, 2 held out)", "upload": "Upload"}.get)
+        calibration = "demo-books"
+        if cal_choice == "upload":
+            members = st.file_uploader("Known members", type=BOOK_TYPES[:4], accept_multiple_files=True, key="audit_members")
+            others = st.file_uploader("Known non-members (e.g. published after the model's cut-off)", type=BOOK_TYPES[:4],
+                                      accept_multiple_files=True, key="audit_nonmembers")
+            if not members or not others:
+                st.info("Upload at least one known member and one known non-member book.")
+                calibration = None
+            else:
+                save_uploads(members, workdir / "cal" / "members")
+                save_uploads(others, workdir / "cal" / "non_members")
+                calibration = workdir / "cal"
+    with right:
+        st.markdown("**Books to audit**")
+        books_choice = st.radio("Books", ["demo-books", "upload"], key="audit_books_choice", horizontal=True,
+                                label_visibility="collapsed",
+                                format_func={"demo-books": "Demo plays (8 not used for calibration)", "upload": "Upload"}.get)
+        books = "demo-books"
+        if books_choice == "upload":
+            files = st.file_uploader("Books (.txt .md .pdf .epub, a .zip of them, or a .csv/.jsonl with book and text columns)",
+                                     type=BOOK_TYPES, accept_multiple_files=True, key="audit_books")
+            books = save_uploads(files, workdir / "books") if files else None
+    return calibration, books
+
+
+def settings_ui() -> AuditSettings:
+    """Method, snippet size and threshold rule."""
+    c1, c2, c3 = st.columns(3)
+    method = c1.selectbox("Method", AUDIT_METHODS, index=AUDIT_METHODS.index("min_k_pp"), key="audit_method",
+                          format_func=lambda m: mia_core.METHODS[m].label)
+    k = c1.slider("k", 0.05, 1.0, 0.2, 0.05, key="audit_k", disabled="k" not in mia_core.METHODS[method].param_names)
+    words = c2.number_input("Words per snippet", 16, 4096, 512, 16, key="audit_words",
+                            help="The Min-K% book study uses 512; each snippet is truncated to the model's context.")
+    max_snippets = c2.number_input("At most this many snippets per book (0 = all)", 0, 100_000, 0, key="audit_max",
+                                   help="Spread evenly along the book; cheaper for long books, wider intervals.")
+    rule = c3.radio("Threshold", ["fpr", "accuracy"], key="audit_rule", horizontal=True,
+                    format_func={"fpr": "hold a target FPR", "accuracy": "max accuracy"}.get)
+    target = c3.slider("Target FPR", 0.01, 0.25, 0.05, 0.01, key="audit_fpr", disabled=rule != "fpr")
+    seed = c3.number_input("Bootstrap seed", 0, 2**31 - 1, 0, key="audit_seed")
+    params = {"k": k} if "k" in mia_core.METHODS[method].param_names else {}
+    return AuditSettings(method=method, params=params, snippet_words=int(words),
+                         max_snippets_per_book=int(max_snippets) or None, rule=rule, target_fpr=target, seed=int(seed))
+
+
+def start(spec: str, calibration, books, settings: AuditSettings) -> None:
+    """Read the books, plan the run in the store and start scoring it in the background."""
+    try:
+        cal_books, cal_problems = read_calibration(calibration)
+        audit_books, audit_problems = read_books(books)
+    except InputError as err:
+        st.error(str(err))
+        return
+    problems = [(p.book, "calibration", p.message) for p in cal_problems] + [(p.book, "audit", p.message) for p in audit_problems]
+    lm = cached_model(spec)
+    try:
+        run_id = plan_audit(results_store(), lm, spec, audit_books, cal_books, settings, problems)
+    except ValueError as err:
+        st.error(str(err))
+        return
+    start_scoring(results_store(), run_id, lm)
+    st.session_state["audit_run_id"] = run_id
+
+
+def runs_ui() -> None:
+    """Earlier runs in the shared store (from this dashboard or the CLI); pick one to reattach."""
+    runs = results_store().runs(kind="book-audit")
+    if runs.empty:
+        return
+    with st.expander(f"Runs in the results store ({len(runs)})", expanded="audit_run_id" not in st.session_state):
+        st.dataframe(runs[["run_id", "status", "model", "method", "backend", "n_scored", "n_snippets", "updated_at"]],
+                     hide_index=True, key="audit_runs_table")
+        chosen = st.selectbox("Open run", [""] + runs["run_id"].tolist(), key="audit_open")
+        if chosen and st.button("Open", key="audit_open_button"):
+            st.session_state["audit_run_id"] = chosen
+
+
+@st.fragment(run_every=1.0)
+def progress_ui(run_id: str) -> None:
+    """Live progress read from the store; reruns the page once every snippet is scored."""
+    scored, planned = results_store().progress(run_id)
+    job = job_state(run_id)
+    if job is not None and job.error:
+        st.error(f"The run stopped: {job.error}. Finished scores are kept; start it again to resume.")
+        return
+    st.progress(scored / max(planned, 1), text=f"Run {run_id}: {scored:,} of {planned:,} snippets scored")
+    if scored == planned:
+        st.rerun()
+    if job is None or not job.thread.is_alive():
+        st.caption("No scoring thread of this dashboard is working on this run (it may run from the CLI). "
+                   "Start it here with the button below to resume.")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_result(run_id: str, settings: dict, n_scored: int):
+    """The analysis of a finished run (recomputed only when its settings or scores change)."""
+    return audit_result(results_store(), run_id, AuditSettings(**settings))
+
+
+def results_ui(run_id: str, analysis: AuditSettings) -> None:
+    """Calibration, per-book chart and table, drill-down with heatmaps, downloads."""
+    run = results_store().run(run_id)
+    stored = AuditSettings(**run["config"])
+    settings = AuditSettings(**{**asdict(stored), "rule": analysis.rule, "target_fpr": analysis.target_fpr,
+                                "seed": analysis.seed})
+    result = cached_result(run_id, asdict(settings), results_store().progress(run_id)[0])
+    cal = result.calibration
+    st.subheader(f"Run {run_id}: {mia_core.METHODS[run['method']].label} on {run['model']} ({run['backend']} backend)")
+    st.caption(f"{stored.snippet_words}-word snippets · parameters {run['params']} · code {run['code_version']} · "
+               "change the threshold rule above to re-analyse without re-scoring")
+    c = st.columns(4)
+    c[0].metric("Calibration AUROC", f"{cal.auroc:.3f}", help=f"{cal.ci:.0%} interval {cal.auroc_ci[0]:.3f}–{cal.auroc_ci[1]:.3f}, "
+                "whole books resampled")
+    c[1].metric("TPR at threshold", f"{cal.tpr:.1%}", help=f"interval {cal.tpr_ci[0]:.1%}–{cal.tpr_ci[1]:.1%}")
+    c[2].metric("FPR at threshold", f"{cal.fpr:.1%}", help=f"interval {cal.fpr_ci[0]:.1%}–{cal.fpr_ci[1]:.1%}")
+    c[3].metric("Threshold", f"{cal.threshold:.4g}" if np.isfinite(cal.threshold) else "∞ (flags nothing)",
+                help="A snippet is flagged when its score is at or above the threshold.")
+    for warning in cal.warnings:
+        st.warning(warning)
+    st.plotly_chart(calibration_figure(cal), key="audit_roc")
+    st.markdown("**Books, highest estimated prevalence first** — a clean book shows about the calibration FPR; "
+                "verdicts say *consistent with* training, never more.")
+    st.plotly_chart(books_figure(result.books, cal), key="audit_books_chart")
+    st.dataframe(result.books, hide_index=True, key="audit_books_table",
+                 column_config={c: st.column_config.NumberColumn(format="percent") for c in
+                                ("rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo", "prevalence_hi", "verdict_fpr")})
+    if not result.problems.empty:
+        st.markdown("**Books not audited**")
+        st.dataframe(result.problems, hide_index=True, key="audit_problems")
+    lm = run_model(run["model"])
+    drill_down(result, run, lm)
+    d1, d2, d3 = st.columns(3)
+    d1.download_button("Report (HTML)", report_html(result, lm), f"audit-{run_id}.html", "text/html", key="audit_dl_html")
+    d2.download_button("Books (CSV)", result.books[BOOK_CSV_COLUMNS].to_csv(index=False), "books.csv", "text/csv",
+                       key="audit_dl_books")
+    d3.download_button("Snippets (CSV)", result.snippets[SNIPPET_CSV_COLUMNS].to_csv(index=False), "snippets.csv",
+                       "text/csv", key="audit_dl_snippets")
+
+
+def drill_down(result, run: dict, lm) -> None:
+    """One book's snippet scores along the book, and its top snippets as token heatmaps."""
+    books = result.books["book"].tolist()
+    book = st.selectbox("Look inside a book", books, key="audit_book")
+    row = result.books.set_index("book").loc[book]
+    st.caption(f"{row['verdict']} · {verdict_key(row['p_adj'], row['prevalence_lo'], result.calibration)}")
+    st.plotly_chart(snippet_scores_figure(result.snippets[result.snippets["role"] == "audit"], book, result.calibration),
+                    key="audit_book_scores")
+    n_top = st.slider("Top snippets shown", 1, 10, 2, key="audit_top")
+    spec = mia_core.METHODS[run["method"]]
+    rows = result.snippets[(result.snippets["role"] == "audit") & (result.snippets["book"] == book)].nlargest(n_top, "score")
+    for snippet in rows.itertuples():
+        st.markdown(f"Snippet {snippet.position} — score {snippet.score:.4g}" + (" (flagged)" if snippet.flagged else ""))
+        if lm is None:
+            st.text(snippet.text)
+            continue
+        stats = lm.token_stats([snippet.text], bos=result.settings.bos, long_text="truncate")[0]
+        params = {k: v for k, v in run["params"].items() if k in spec.param_names}
+        score = mia_core.score(spec.name, stats, **params)
+        st.html(heatmap_html(stats, score.token_scores, score.selected, centre=0.0 if spec.name == "min_k_pp" else None,
+                             decode=lambda i: lm.tokenizer.decode([i]), element_id=f"audit-heatmap-{snippet.position}"))
+
+
+st.title("Book audit")
+st.caption("Was this book in the model's training data? Each book is cut into snippets; a threshold is calibrated on "
+           "books of known membership; each book gets a contamination rate, a prevalence estimate with an interval and "
+           "a test, corrected for many books. Runs are stored as they go and resume where they stopped.")
+spec = st.session_state.get("model_spec")
+workdir = Path(st.session_state.setdefault("audit_workdir", tempfile.mkdtemp(prefix="mia-audit-")))
+calibration, books = sources_ui(workdir)
+settings = settings_ui()
+if spec is None:
+    st.warning("Load a model in the sidebar first.")
+elif st.button("Run audit", type="primary", disabled=calibration is None or books is None, key="audit_run"):
+    start(spec, calibration, books, settings)
+runs_ui()
+if "run" in st.query_params and "audit_run_id" not in st.session_state:  # a shared or reloaded link: ?run=<id>
+    st.session_state["audit_run_id"] = st.query_params["run"]
+run_id = st.session_state.get("audit_run_id")
+if run_id and run_id not in set(results_store().runs(kind="book-audit")["run_id"]):
+    st.error(f"No book-audit run {run_id!r} in the results store {results_store().path}.")
+    run_id = None
+if run_id:
+    st.query_params["run"] = run_id
+    scored, planned = results_store().progress(run_id)
+    if scored < planned:
+        progress_ui(run_id)
+        job = job_state(run_id)
+        if (job is None or not job.thread.is_alive()) and st.button("Resume scoring here", key="audit_resume"):
+            start_scoring(results_store(), run_id, cached_model(results_store().run(run_id)["model"]))
+            st.rerun()
+    else:
+        results_ui(run_id, settings)
