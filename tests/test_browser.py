@@ -25,9 +25,15 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def store_path(tmp_path_factory) -> Path:
+    """The results store the dashboard reads (MIA_LENS_STORE), shared with runs made by the tests."""
+    return tmp_path_factory.mktemp("store") / "results.duckdb"
+
+
+@pytest.fixture(scope="module")
+def server(store_path):
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MIA_LENS_STORE": str(store_path)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
@@ -84,3 +90,34 @@ def test_explore_page_in_chromium(server):
         page.screenshot(path=str(ARTIFACTS / "benchmark_roc.png"))
         browser.close()
     assert (ARTIFACTS / "explore_heatmap.png").stat().st_size > 10_000
+
+
+def test_audit_page_shows_a_run_made_outside_the_dashboard(server, store_path):
+    """A run scored by another process (as the CLI does) opens on the Book audit page by its id."""
+    from playwright.sync_api import sync_playwright
+
+    from mia_core import load_model
+    from mia_core.audit.jobs import AuditSettings, run_audit
+    from mia_core.audit.sources import read_books, read_calibration
+    from mia_core.audit.store import ResultsStore
+
+    settings = AuditSettings(snippet_words=64, max_snippets_per_book=2)
+    result = run_audit(load_model("demo-known"), "demo-known", read_books("demo-books")[0],
+                       read_calibration("demo-books")[0], settings, ResultsStore(store_path))
+    run_id = result.run["run_id"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.goto(f"{server}/audit?run={run_id}", timeout=120_000)
+        page.get_by_text(f"Run {run_id}:").wait_for(timeout=180_000)
+        page.get_by_text("Books, highest estimated prevalence first").scroll_into_view_if_needed()
+        page.locator(".js-plotly-plot").nth(1).wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(ARTIFACTS / "audit_page.png"))
+        page.locator(".mia-heatmap").first.wait_for(timeout=120_000)
+        page.locator(".mia-heatmap").first.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(ARTIFACTS / "audit_drilldown.png"))
+        browser.close()
+    assert (ARTIFACTS / "audit_page.png").stat().st_size > 10_000

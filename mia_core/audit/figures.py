@@ -43,8 +43,8 @@ def books_figure(books: pd.DataFrame, cal: Calibration) -> go.Figure:
     fig.add_vline(x=cal.fpr, line={"dash": "dot", "color": "gray"},
                   annotation_text=f"calibration FPR {cal.fpr:.1%}", annotation_position="top")
     fig.update_layout(xaxis={"title": "share of the book's snippets", "range": [0, 1.05], "tickformat": ".0%"},
-                      height=max(260, 40 + 32 * len(books)), margin={"t": 40, "l": 10}, barmode="overlay",
-                      legend={"orientation": "h", "y": -0.15})
+                      height=max(300, 110 + 32 * len(books)), margin={"t": 40, "l": 10, "b": 90}, barmode="overlay",
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.28})
     return fig
 
 
