@@ -15,13 +15,14 @@ st.markdown(
     "a comparison with a calibration set of the same kind, and a blind baseline that cannot explain the "
     "labels, makes a result meaningful."
 )
-c1, c2, c3 = st.columns(3)
+c1, c2, c3, c4 = st.columns(4)
 c1.page_link("app_pages/explore.py", label="Explore a text token by token", icon=":material/biotech:")
 c2.page_link("app_pages/benchmark.py", label="Benchmark methods on labelled data", icon=":material/monitoring:")
-c3.page_link("app_pages/learn.py", label="Learn how each method works", icon=":material/school:")
+c3.page_link("app_pages/audit.py", label="Audit books for contamination", icon=":material/menu_book:")
+c4.page_link("app_pages/learn.py", label="Learn how each method works", icon=":material/school:")
 st.subheader("Methods available")
-st.table([{"method": s.name, "label": s.label, "needs": " + ".join(s.needs), "what it measures": s.summary}
-          for s in mia_core.METHODS.values()])
+st.table([{"method": s.name, "label": s.label, "access": ", ".join(s.access), "cost": s.cost,
+           "what it measures": s.summary} for s in mia_core.METHODS.values()])
 st.subheader("Built-in labelled sets (known membership, offline)")
 st.table(mia_core.datasets.list_datasets())
 st.caption("Members are a seeded random half that the `demo-known` model's adapter was trained on; the split is "
