@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runner import run_cli
 from tiny import random_texts, tiny_llama, tiny_tokenizer
 
 from mia_core import load_frequency_table, load_model, metrics, score_texts
-from mia_core.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -27,22 +27,6 @@ def model_dir(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
-
-
-def run_cli(*args) -> tuple[int, str, str]:
-    """Run `mia` in-process; returns (exit code, stdout, stderr)."""
-    import contextlib
-    import io
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        sys.argv = ["mia", *map(str, args)]
-        try:
-            main()
-        except SystemExit as exit_:
-            code = exit_.code or 0
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_score_writes_one_row_per_text(model_dir, tmp_path):

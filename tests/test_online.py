@@ -2,15 +2,13 @@
 oracle's full-context statistics, labelling from passages, AUROC on a known-membership model, CLI, page."""
 from __future__ import annotations
 
-import contextlib
-import io
-import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runner import run_cli
 from oracle import naive_min_k, naive_stats
 from tiny import random_texts
 
@@ -18,7 +16,6 @@ from mia_core import metrics
 from mia_core.audit.online import (
     OnlineParams, detect_online, join_passages, label_windows, window_auroc, window_bounds, window_scores, window_view,
 )
-from mia_core.cli import main
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -106,19 +103,6 @@ def test_window_auroc_on_a_known_membership_model(membership):
     auc = window_auroc(table, labels)
     assert auc == pytest.approx(metrics.auroc(labels, table["score"].to_numpy()))
     assert auc > 0.6
-
-
-def run_cli(*args) -> tuple[int, str, str]:
-    """Run `mia` in-process; returns (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        sys.argv = ["mia", *map(str, args)]
-        try:
-            main()
-        except SystemExit as exit_:
-            code = exit_.code or 0
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

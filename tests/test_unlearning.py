@@ -2,20 +2,17 @@
 retraining without a forget set as the known answer, two tokenizers, the CLI and the page."""
 from __future__ import annotations
 
-import contextlib
-import io
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runner import run_cli
 from oracle import naive_min_k, naive_stats
 from tiny import tiny_llama, tiny_tokenizer, train_causal_lm
 
 from mia_core import LanguageModel, load_model
-from mia_core.cli import main
 from mia_core.audit.unlearning import UnlearningParams, audit_unlearning, chunk_text, make_chunks, ratio_table
 from mia_core.stats_cache import StatsCache
 
@@ -118,19 +115,6 @@ def model_dirs(membership, retrained, tmp_path):
         lm.tokenizer.save_pretrained(tmp_path / name)
         dirs.append(tmp_path / name)
     return dirs
-
-
-def run_cli(*args) -> tuple[int, str, str]:
-    """Run `mia` in-process; returns (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        sys.argv = ["mia", *map(str, args)]
-        try:
-            main()
-        except SystemExit as exit_:
-            code = exit_.code or 0
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_cli_writes_the_same_table(model_dirs, membership, tmp_path, monkeypatch):
