@@ -1,4 +1,8 @@
-"""Benchmark methods on labelled texts: ROC curves, metrics with intervals, the blind baseline."""
+"""Benchmark methods on labelled texts: ROC curves, metrics with intervals, the blind baseline.
+
+GDS is offered apart from the other methods: it is supervised, so it is fitted on a seeded stratified
+split and every method is then evaluated on the same held-out texts.
+"""
 from __future__ import annotations
 
 import json
@@ -11,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core import datasets
+from mia_core import datasets, gds
 from mia_core.benchmarks import BENCHMARKS, load_benchmark
 from mia_core.evaluation import evaluate_frame
 from mia_core.inputs import InputError, read_labelled
@@ -61,19 +65,63 @@ def data_ui() -> tuple[str, pd.DataFrame | None]:
     return data
 
 
-def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float) -> None:
-    """Score every text with every method (progress bar), evaluate, keep the result in the session."""
+def gds_ui() -> dict | None:
+    """The supervised GDS option: off, or its split settings."""
+    spec = mia_core.METHODS["gds"]
+    on = st.checkbox(f"Also fit {spec.label}: a supervised method that learns from a labelled split", key="bench_gds",
+                     help=f"{spec.summary} Needs {', '.join(spec.access)}; cost: {spec.cost}.")
+    if not on:
+        return None
+    c1, c2 = st.columns(2)
+    fraction = c1.slider("GDS training share (stratified)", 0.1, 0.9, 0.3, 0.05, key="bench_gds_fraction",
+                         help="The paper trains on 30% and tests on 70%.")
+    seed = c2.number_input("Split seed", 0, 1_000_000, 0, 1, key="bench_gds_seed")
+    st.caption(f"Access: {', '.join(spec.access)}. Cost: {spec.cost} (slower than the other methods). "
+               "With GDS on, every method is evaluated on the held-out texts only.")
+    return {"train_fraction": float(fraction), "seed": int(seed)}
+
+
+def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float, gds_opts: dict | None = None) -> None:
+    """Score every text with every method (progress bar), evaluate, keep the result in the session.
+
+    With `gds_opts`, GDS is fitted on a seeded stratified split and all methods are evaluated on the rest.
+    """
     bar = st.progress(0.0, text="Scoring …")
     lm = cached_model(spec)
-    scores = mia_core.score_texts(lm, data["text"].tolist(), methods, k=k,
-                                  progress=lambda done, total: bar.progress(min(1.0, done / max(total, 1)), text="Scoring …"))
+    data = data.reset_index(drop=True)
+    texts, labels = data["text"].tolist(), data["label"].to_numpy()
+    scores = mia_core.score_texts(lm, texts, methods, k=k, progress=lambda done, total: bar.progress(
+        min(1.0, done / max(total, 1)), text="Scoring …")) if methods else pd.DataFrame(index=data.index)
+    split = None
+    if gds_opts is not None:
+        try:
+            result = gds.evaluate_texts(lm, texts, labels, ids=data["id"].tolist() if "id" in data else None,
+                                        source=name, progress=lambda done, total: bar.progress(
+                                            min(1.0, done / max(total, 1)), text="GDS: gradients of every text …"),
+                                        **gds_opts)
+        except ValueError as err:  # too few labelled texts for the split
+            bar.empty()
+            st.error(f"GDS: {err}")
+            return
+        keep = result.test_idx
+        data, scores = data.iloc[keep].reset_index(drop=True), scores.iloc[keep].reset_index(drop=True)
+        scores["gds"] = result.test_scores
+        split = result.report["split"]
     bar.progress(1.0, text="Evaluating …")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = evaluate_frame(scores, data["label"].to_numpy(), data["text"].tolist(), n_boot=1000, seed=0)
     bar.empty()
-    st.session_state["bench_result"] = {"name": name, "model": spec, "data": data.reset_index(drop=True),
-                                        "scores": scores, "report": report, "k": k}
+    st.session_state["bench_result"] = {"name": name, "model": spec, "data": data, "scores": scores,
+                                        "report": report, "k": k, "gds_split": split}
+
+
+def gds_note(split: dict) -> str:
+    """What GDS learned from, and that everything shown is on the held-out part."""
+    return (f"**GDS is supervised.** Its MLP learned from {split['n_train']} texts ({split['train_members']} members, "
+            f"{split['train_nonmembers']} non-members) = a {split['train_fraction']:.0%} stratified split with "
+            f"seed {split['seed']}. Every metric here is on the other {split['n_test']} held-out texts "
+            f"({split['test_members']} members, {split['test_nonmembers']} non-members), for every method.")
 
 
 def metrics_table(report: dict, methods: list[str]) -> pd.DataFrame:
@@ -94,6 +142,8 @@ def draw(result: dict) -> None:
     methods = list(scores.columns)
     st.subheader(f"{result['name']} — {report['n_members']} members, {report['n_nonmembers']} non-members, "
                  f"model {result['model']}")
+    if result.get("gds_split"):
+        st.info(gds_note(result["gds_split"]))
     for warning in report["warnings"]:
         st.warning(f"⚠ {warning}")
     log_scale = st.toggle("log-log axes (low false-positive regime)", key="bench_log")
@@ -119,12 +169,13 @@ name, data = data_ui()
 methods = st.multiselect("Methods", METHODS, default=["loss", "zlib", "min_k", "min_k_pp"], key="bench_methods",
                          format_func=lambda m: mia_core.METHODS[m].label)
 k = st.slider("k for Min-K% methods", 0.05, 1.0, 0.2, 0.05, key="bench_k")
-ready = spec is not None and data is not None and len(data) > 0 and methods
+gds_opts = gds_ui()
+ready = spec is not None and data is not None and len(data) > 0 and bool(methods or gds_opts)
 if spec is None:
     st.warning("Load a model in the sidebar first.")
 elif data is not None and len(np.unique(data["label"])) < 2:
     st.error("The data needs both members (1) and non-members (0).")
 elif st.button("Run", type="primary", disabled=not ready, key="bench_run"):
-    run(spec, name, data, methods, k)
+    run(spec, name, data, methods, k, gds_opts)
 if "bench_result" in st.session_state:
     draw(st.session_state["bench_result"])

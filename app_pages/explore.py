@@ -1,17 +1,27 @@
-"""Explore a text: per-token heatmaps for any token-level method, side by side, redrawn without the model."""
+"""Explore a text: per-token heatmaps for any token-level method, side by side, redrawn without the model.
+
+Methods that need nothing but the statistics redraw instantly; methods that run the target model
+again (more passes) are computed only when asked, and their results are kept for the session.
+"""
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 import mia_core
 from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.heatmap import heatmap_html
+from mia_core.methods.registry import lowest_k
 from ui.models import cached_model, cached_stats
 from ui.readings import reading
 
 #: Methods that need nothing but the target's statistics: switching between them is free.
 STATS_ONLY = [name for name, spec in mia_core.METHODS.items() if spec.needs == ("stats",)]
-CENTRES = {"min_k_pp": 0.0}
+#: Methods that run the target model again: computed on request (they cost more), kept per session.
+EXTRA_PASSES = [name for name, spec in mia_core.METHODS.items()
+                if "lm" in spec.needs and set(spec.needs) <= {"stats", "lm"}]
+CENTRES = {"min_k_pp": 0.0, "infilling": 0.0}
 SAMPLE = ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
           "foolishness, it was the epoch of belief, it was the epoch of incredulity.")
 
@@ -31,28 +41,94 @@ def text_input_ui() -> str:
     return st.text_area("Text", value=SAMPLE, height=150, key="explore_text")
 
 
-def method_ui() -> tuple[list[str], float]:
-    """Up to two methods to draw side by side, and k."""
+def label_and_cost(method: str) -> str:
+    spec = mia_core.METHODS[method]
+    return f"{spec.label} ({spec.cost})"
+
+
+def method_ui() -> tuple[list[str], list[str], float]:
+    """Up to two statistics-only methods side by side, methods that run the model again, and k."""
     methods = st.multiselect("Methods (two are shown side by side)", STATS_ONLY, default=["min_k_pp", "min_k"],
                              max_selections=2, format_func=lambda m: mia_core.METHODS[m].label, key="explore_methods")
+    extra = st.multiselect("Methods that run the model again (computed when you ask: they cost more)", EXTRA_PASSES,
+                           format_func=label_and_cost, key="explore_extra") if EXTRA_PASSES else []
     k = st.slider("k: fraction of tokens in the min-k% selection", 0.05, 1.0, 0.2, 0.05, key="explore_k")
-    return methods, k
+    return methods, extra, k
 
 
-def draw_method(stats, method: str, k: float, decode) -> None:
-    """A method's sequence score, its reading, and the heatmap of its token scores."""
-    params = {"k": k} if "k" in mia_core.METHODS[method].param_names else {}
-    score = mia_core.score(method, stats, **params)
+def method_params(method: str, k: float) -> dict:
+    return {"k": k} if "k" in mia_core.METHODS[method].param_names else {}
+
+
+def draw_score(stats, method: str, score: mia_core.Score, decode) -> None:
+    """A method's sequence score, its reading, the heatmap of its token scores, and its details."""
     st.metric(mia_core.METHODS[method].label, f"{score.value:.4f}")
     st.caption(reading(method, score.value))
     st.html(heatmap_html(stats, score.token_scores, score.selected, centre=CENTRES.get(method), decode=decode,
                          element_id=f"heatmap-{method}"))
+    draw_details(score.details)
+
+
+def draw_details(details: dict) -> None:
+    """Every list of dicts as a table under its name; other entries in one caption."""
+    tables = {name: value for name, value in details.items()
+              if isinstance(value, list) and value and all(isinstance(row, dict) for row in value)}
+    facts = [f"{name}: {value}" for name, value in details.items() if name not in tables]
+    if facts:
+        st.caption(" · ".join(facts))
+    for name, rows in tables.items():
+        st.markdown(f"**{name}**")
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def at_k(method: str, result: tuple[float, mia_core.Score], k: float) -> mia_core.Score | None:
+    """The stored result redrawn for k without the model, when that is possible; else None.
+
+    Possible when the method takes no k, or when its score is checked to be the min-k% mean of its
+    token scores (then only the selection changes with k).
+    """
+    k_then, score = result
+    if k_then == k or "k" not in mia_core.METHODS[method].param_names:
+        return score
+    then = lowest_k(score.token_scores, k_then)
+    if np.isclose(then.value, score.value, rtol=1e-12, atol=0) and np.array_equal(then.selected, score.selected):
+        now = lowest_k(score.token_scores, k)
+        return mia_core.Score(now.value, score.token_scores, now.selected, score.details)
+    return None
+
+
+def extra_pass_section(stats, request: tuple, extra: list[str], k: float, decode) -> None:
+    """Compute the chosen methods that run the model again on a button press, then draw them."""
+    store = st.session_state.get("explore_extra_results")
+    if store is None or store["request"] != request:  # a new text, model or BOS policy: start afresh
+        store = st.session_state["explore_extra_results"] = {"request": request, "results": {}}
+    results = store["results"]
+    todo = [m for m in extra if m not in results or
+            not isinstance(results[m][1], str) and at_k(m, results[m], k) is None]
+    if todo and st.button("Compute " + ", ".join(mia_core.METHODS[m].label for m in todo), key="explore_extra_run",
+                          help="Runs the model again: " + "; ".join(label_and_cost(m) for m in todo)):
+        lm = cached_model(request[0])
+        for method in todo:
+            with st.spinner(f"Running {label_and_cost(method)} …"):
+                try:
+                    results[method] = (k, mia_core.score(method, stats, lm=lm, **method_params(method, k)))
+                except ValueError as err:
+                    results[method] = (k, str(err))
+    elif todo:
+        st.caption("Not computed yet: " + "; ".join(label_and_cost(m) for m in todo) + ".")
+    ready = [m for m in extra if m in results and (isinstance(results[m][1], str) or at_k(m, results[m], k))]
+    for column, method in zip(st.columns(len(ready)) if ready else [], ready):
+        with column:
+            if isinstance(results[method][1], str):
+                st.error(f"{mia_core.METHODS[method].label}: {results[method][1]}")
+            else:
+                draw_score(stats, method, at_k(method, results[method], k), decode)
 
 
 st.title("Explore a text")
 spec = st.session_state.get("model_spec")
 text = text_input_ui()
-methods, k = method_ui()
+methods, extra, k = method_ui()
 bos = st.radio("BOS policy", ["auto", "none"], horizontal=True, key="explore_bos",
                help="auto: prepend the document-boundary token so every token is scored; none: as the reference code.")
 if st.button("Score", type="primary", disabled=spec is None or not text.strip()):
@@ -60,7 +136,7 @@ if st.button("Score", type="primary", disabled=spec is None or not text.strip())
 request = st.session_state.get("explore_request")
 if spec is None:
     st.warning("Load a model in the sidebar first.")
-elif request is not None and methods:
+elif request is not None and (methods or extra):
     req_spec, req_text, req_bos = request
     with st.spinner("Running the model …"):
         stats = cached_stats(req_spec, (req_text,), req_bos)[0]
@@ -72,10 +148,14 @@ elif request is not None and methods:
                 if stats.long_text == "sliding" else "truncated to the context"
             st.info(f"The text has {stats.n_text_tokens:,} tokens, more than the model's context: it was {what}.")
         tokenizer = cached_model(req_spec).tokenizer
-        columns = st.columns(len(methods))
-        for column, method in zip(columns, methods):
-            with column:
-                draw_method(stats, method, k, tokenizer.decode)
+        if methods:
+            for column, method in zip(st.columns(len(methods)), methods):
+                with column:
+                    draw_score(stats, method, mia_core.score(method, stats, **method_params(method, k)),
+                               tokenizer.decode)
+        if extra:
+            st.subheader("Methods that run the model again")
+            extra_pass_section(stats, request, extra, k, tokenizer.decode)
         st.caption(f"{stats.n_scored} tokens scored"
                    + (f"; boundary token {stats.boundary_token!r} prepended" if stats.boundary_token else "")
                    + ". Hover a token for log p, μ, σ, its rank and the model's top-1 alternative.")

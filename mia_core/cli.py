@@ -125,10 +125,39 @@ def _literal(raw: str):
     return raw
 
 
-def _score_frame(lm, texts, methods, *, k, bos, long_text, ref_model, freq, a, opts, params=None):
-    """Method scores plus per-text token counts and the long-text policy applied."""
-    from .scoring import score_texts
+def _backend(backend: str, ray_address: str | None, ray_actors: int | None, opts: tuple) -> dict:
+    """Where statistics are computed: {"backend", "ray_address", "ray_options"}; checks Ray is installed."""
+    from .ray_backend import BACKENDS, RayOptions, require_ray
 
+    if backend not in BACKENDS:
+        _error(f"--backend must be one of {', '.join(BACKENDS)} (got {backend!r})")
+    if backend == "local":
+        if ray_address or ray_actors:
+            _error("--ray-address and --ray-actors need --backend ray")
+        return {"backend": "local"}
+    if ray_actors is not None and ray_actors < 1:
+        _error(f"--ray-actors must be at least 1 (got {ray_actors})")
+    try:
+        require_ray()
+    except ImportError as err:
+        _error(str(err))
+    device, dtype, allow_pickle, trust_remote_code = opts
+    load = {"device": device, "dtype": dtype, "allow_pickle": allow_pickle, "trust_remote_code": trust_remote_code}
+    return {"backend": "ray", "ray_address": ray_address, "ray_options": RayOptions(actors=ray_actors, model_options=load)}
+
+
+def _driver_opts(opts: tuple, where: dict) -> tuple:
+    """Load options of this process's model: on CPU with the Ray backend (it then only fingerprints the model,
+    counts tokens and runs methods' own extra passes), leaving this machine's GPUs to the model actors."""
+    return ("cpu", *opts[1:]) if where["backend"] == "ray" else opts
+
+
+def _score_frame(lm, texts, methods, *, k, bos, long_text, ref_model, freq, a, opts, params=None, where=None):
+    """Method scores plus per-text token counts and the long-text policy applied."""
+    from .ray_backend import WorkerError
+    from .scoring import score_texts, text_stats
+
+    where = where or {"backend": "local"}
     extra = dict(params or {})
     if "ref" in methods:
         if not ref_model:
@@ -138,8 +167,13 @@ def _score_frame(lm, texts, methods, *, k, bos, long_text, ref_model, freq, a, o
         if not freq:
             _error("method dc_pdd needs --freq (build one with: mia freq build)")
         extra.update(freq=freq, a=a)
-    df = score_texts(lm, texts, methods, k=k, bos=bos, long_text=long_text, progress=_progress("scoring"), **extra)
-    stats = lm.token_stats(texts, bos=bos, long_text=long_text)  # cached: no model call
+    progress = _progress("scoring")
+    try:
+        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
+        df = score_texts(lm, texts, methods, k=k, bos=bos, long_text=long_text, progress=progress, stats=stats,
+                         **where, **extra)
+    except WorkerError as err:
+        _error(str(err))
     df.insert(0, "n_tokens", [s.n_scored for s in stats])
     df.insert(1, "long_text", [s.long_text for s in stats])
     return df
@@ -176,6 +210,12 @@ DtypeOpt = typer.Option("auto", "--dtype")
 PickleOpt = typer.Option(False, "--allow-pickle", help="allow pickle (.bin) weights: only for trusted sources")
 RemoteCodeOpt = typer.Option(False, "--trust-remote-code", help="run the model repository's own code")
 ParamOpt = typer.Option(None, "--param", help="a method parameter NAME=VALUE, repeatable (e.g. --param m=5)")
+BackendOpt = typer.Option("local", "--backend", help="local (this process) or ray (model actors on a Ray cluster; "
+                          "pip install -r requirements-scale.txt)")
+RayAddressOpt = typer.Option(None, "--ray-address", help="Ray cluster to use with --backend ray (default: $RAY_ADDRESS, "
+                             "else a new local instance on this machine)")
+RayActorsOpt = typer.Option(None, "--ray-actors", help="model actors with --backend ray (default: one per GPU, "
+                            "else one per CPU)")
 
 
 @app.command()
@@ -197,6 +237,9 @@ def score(
     dtype: str = DtypeOpt,
     allow_pickle: bool = PickleOpt,
     trust_remote_code: bool = RemoteCodeOpt,
+    backend: str = BackendOpt,
+    ray_address: Optional[str] = RayAddressOpt,
+    ray_actors: Optional[int] = RayActorsOpt,
 ) -> None:
     """Score texts with membership-inference methods (higher = more likely a member)."""
     from . import datasets
@@ -207,9 +250,10 @@ def score(
     data = datasets.load(str(input)) if _is_named_set(input) else read_texts(input, text_column=text_column)
     _writable(output)
     opts = (device, dtype, allow_pickle, trust_remote_code)
-    lm = _load(model, *opts)
+    where = _backend(backend, ray_address, ray_actors, opts)
+    lm = _load(model, *_driver_opts(opts, where))
     df = _score_frame(lm, data["text"].tolist(), names, k=k, bos=bos, long_text=long_text,
-                      ref_model=ref_model, freq=freq, a=a, opts=opts, params=_parse_params(param))
+                      ref_model=ref_model, freq=freq, a=a, opts=opts, params=_parse_params(param), where=where)
     df.insert(0, "id", data["id"].to_numpy())
     df.to_csv(output, index=False)
     typer.echo(f"wrote {len(df)} rows × {len(names)} methods to {output}", err=True)
@@ -238,6 +282,9 @@ def evaluate_cmd(
     dtype: str = DtypeOpt,
     allow_pickle: bool = PickleOpt,
     trust_remote_code: bool = RemoteCodeOpt,
+    backend: str = BackendOpt,
+    ray_address: Optional[str] = RayAddressOpt,
+    ray_actors: Optional[int] = RayActorsOpt,
 ) -> None:
     """Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and the blind baseline."""
     from .evaluation import evaluate_frame, format_report
@@ -249,15 +296,16 @@ def evaluate_cmd(
     if scores_output is not None:
         _writable(scores_output)
     opts = (device, dtype, allow_pickle, trust_remote_code)
-    lm = _load(model, *opts)
+    where = _backend(backend, ray_address, ray_actors, opts)
+    lm = _load(model, *_driver_opts(opts, where))
     texts = data["text"].tolist()
     df = _score_frame(lm, texts, names, k=k, bos=bos, long_text=long_text, ref_model=ref_model, freq=freq, a=a, opts=opts,
-                      params=_parse_params(param))
+                      params=_parse_params(param), where=where)
     report = evaluate_frame(df[names], data["label"].to_numpy(), texts, n_boot=n_boot, seed=seed)
     report["run"] = {"model": lm.name, "fingerprint": lm.fingerprint, "input": str(input), "methods": names,
                      "k": k, "bos": bos, "long_text": long_text, "ref_model": ref_model,
                      "freq": str(freq) if freq else None, "a": a, "params": _parse_params(param),
-                     "n_boot": n_boot, "seed": seed}
+                     "n_boot": n_boot, "seed": seed, "backend": backend}
     output.write_text(json.dumps(_json_safe(report), indent=2))
     if scores_output is not None:
         df.insert(0, "label", data["label"].to_numpy())

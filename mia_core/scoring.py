@@ -14,6 +14,7 @@ from .frequency import FrequencyTable, load_frequency_table
 from .identity import tokenizer_fingerprint
 from .methods import Score, get_method
 from .methods.registry import check_k
+from .ray_backend import RayOptions, check_backend
 from .token_stats import TokenStats
 
 #: Keyword arguments that supply a method's inputs rather than its parameters.
@@ -62,12 +63,20 @@ def score_texts(
     *,
     progress: Callable[[int, int], None] | None = None,
     long_text: str = "sliding",
+    stats: Sequence[TokenStats] | None = None,
+    backend: str = "local",
+    ray_address: str | None = None,
+    ray_options: RayOptions | None = None,
     **params: Any,
 ) -> pd.DataFrame:
     """Score every text with every method: one row per text, one column per method (higher = member).
 
     `params` holds method parameters (e.g. `a=0.01` for dc_pdd) and inputs (`ref_model=`, `freq=`);
     `k` goes to every method that has a `k`. Extra model passes run batched over all texts.
+    `stats` : the texts' statistics when already computed (e.g. by `text_stats`), else computed here.
+    `backend` : "local", or "ray" to compute the target model's statistics (and the lowercased pass)
+    on Ray model actors (`ray_address` picks the cluster); the methods run here either way, so every
+    method works unchanged (a reference model's pass and methods' own extra passes stay local).
     """
     methods = list(dict.fromkeys(methods))  # each method once, in the given order
     specs = [get_method(m) for m in methods]
@@ -81,10 +90,20 @@ def score_texts(
     if unused:
         raise TypeError(f"parameters {sorted(unused)} are not used by methods {list(methods)}")
     texts = [str(t) for t in texts]
-    stats = lm.token_stats(texts, bos=bos, progress=progress, long_text=long_text)
+    check_backend(backend)
+    where = {"bos": bos, "long_text": long_text, "progress": progress, "backend": backend, "ray_address": ray_address,
+             "ray_options": ray_options}
+    lowered = [t.lower() for t in texts] if "lowercase_stats" in needs else []
     extra: dict[str, list] = {}
-    if "lowercase_stats" in needs:
-        extra["lowercase_stats"] = lm.token_stats([t.lower() for t in texts], bos=bos, progress=progress, long_text=long_text)
+    if stats is not None:
+        stats = _given_stats(stats, texts, bos)
+    elif lowered and backend == "ray":  # one pass of the actors (each loads the model) for both
+        both = text_stats(lm, texts + lowered, **where)
+        stats, extra["lowercase_stats"] = both[:len(texts)], both[len(texts):]
+    else:
+        stats = text_stats(lm, texts, **where)
+    if lowered and "lowercase_stats" not in extra:
+        extra["lowercase_stats"] = text_stats(lm, lowered, **where)
     if "ref_stats" in needs:
         extra["ref_stats"] = _require(ref_model, "ref", "ref_model=").token_stats(
             texts, bos=bos, progress=progress, long_text=long_text)
@@ -107,6 +126,37 @@ def score_texts(
                 raise ValueError(f"text {i}: {err}") from None
         columns[spec.name] = values
     return pd.DataFrame(columns)
+
+
+def text_stats(
+    lm,
+    texts: Sequence[str],
+    *,
+    bos: str = "auto",
+    long_text: str = "sliding",
+    progress: Callable[[int, int], None] | None = None,
+    backend: str = "local",
+    ray_address: str | None = None,
+    ray_options: RayOptions | None = None,
+) -> list[TokenStats]:
+    """`lm.token_stats(texts)` computed in this process ("local") or by model actors on a Ray cluster ("ray")."""
+    check_backend(backend)
+    if backend == "ray":
+        from .ray_backend import resolve_options, token_stats
+
+        return token_stats(lm, list(texts), bos=bos, long_text=long_text, progress=progress,
+                           options=resolve_options(ray_address, ray_options))
+    return lm.token_stats(texts, bos=bos, progress=progress, long_text=long_text)
+
+
+def _given_stats(stats: Sequence[TokenStats], texts: list[str], bos: str) -> list[TokenStats]:
+    """Statistics passed in, checked to be those of these texts under this BOS policy."""
+    stats = list(stats)
+    if len(stats) != len(texts) or any(s.text != t for s, t in zip(stats, texts)):
+        raise ValueError("stats= must hold the statistics of the given texts, in the same order")
+    if any(s.bos_policy != bos for s in stats):
+        raise ValueError(f"stats= were computed with another BOS policy than bos={bos!r}")
+    return stats
 
 
 def _require(value, method: str, what: str):

@@ -12,13 +12,14 @@ import hashlib
 import json
 import subprocess
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 
 from ..identity import text_sha256
+from ..ray_backend import BACKENDS, RayOptions, WorkerError, check_backend  # noqa: F401  (BACKENDS: re-exported)
 from .books import analyse_books
 from .calibration import Calibration, calibrate
 from .snippets import book_snippets
@@ -26,7 +27,6 @@ from .sources import Book, Problem
 from .store import ResultsStore, RunRecord
 
 KIND = "book-audit"
-BACKENDS = ("local",)
 Progress = Callable[[int, int], None]
 
 
@@ -85,7 +85,7 @@ def plan_audit(store: ResultsStore, lm, model_spec: str, books: list[Book], cali
     `problems` are (book, role, message) for books that could not be read; books too short for one
     snippet are added to them. Calibration books keep their labels; audited books are unlabelled.
     """
-    _check_backend(backend)
+    check_backend(backend)
     cal_snippets, cal_short = book_snippets(calibration, settings.snippet_words, settings.max_snippets_per_book)
     audit_snippets, audit_short = book_snippets(books, settings.snippet_words, settings.max_snippets_per_book)
     labels = {b.name: b.label for b in calibration}
@@ -115,17 +115,24 @@ def _derive_run_id(fingerprint: str, settings: AuditSettings, frame: pd.DataFram
     return digest.hexdigest()[:12]
 
 
-def _check_backend(backend: str) -> None:
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS} (got {backend!r})")
-
-
 def run_scoring(store: ResultsStore, run_id: str, lm, *, progress: Progress | None = None,
-                backend: str = "local") -> int:
-    """Score every pending snippet of the run, committing each batch; returns how many were computed now."""
-    _check_backend(backend)
+                backend: str = "local", ray_address: str | None = None, ray_options: RayOptions | None = None) -> int:
+    """Score every pending snippet of the run, committing each batch; returns how many were computed now.
+
+    lm : the loaded model, or its spec (loaded here for the local backend; the Ray backend's
+        workers load `run["model"]` themselves and check its fingerprint).
+    backend : "local" (this process) or "ray" (model actors on a Ray cluster, see `mia_core.ray_backend`;
+        `ray_address` picks the cluster). Both commit every batch to the store as soon as it is scored.
+    Raises `WorkerError` when Ray batches still fail after their retry: the run is then marked
+    failed, everything finished stays stored, and running it again retries the rest.
+    """
+    check_backend(backend)
     run = store.run(run_id)
-    if run["fingerprint"] != lm.fingerprint:
+    if isinstance(lm, str) and backend == "local":
+        from ..loading import load_model
+
+        lm = load_model(lm)
+    if not isinstance(lm, str) and run["fingerprint"] != lm.fingerprint:
         raise ValueError(f"run {run_id} was scored with model {run['model']} (fingerprint {run['fingerprint']}); "
                          f"the loaded model has fingerprint {lm.fingerprint}")
     settings = AuditSettings(**run["config"])
@@ -133,20 +140,53 @@ def run_scoring(store: ResultsStore, run_id: str, lm, *, progress: Progress | No
     done, total = store.progress(run_id)
     store.set_status(run_id, "running", f"{done} of {total} snippets scored", backend=backend)
     session = uuid.uuid4().hex[:12]
+    written = 0
+
+    def commit(ids, scores: pd.DataFrame) -> None:
+        nonlocal written
+        scores.insert(0, "snippet_id", list(ids))
+        store.write_scores(run_id, scores, fingerprint=run["fingerprint"], method=settings.method,
+                           params=settings.params, code_version=code_version(), session=session)
+        written += len(scores)
+        if progress:
+            progress(done + written, total)
+
+    batches = [pending.iloc[start:start + settings.batch_snippets] for start in range(0, len(pending), settings.batch_snippets)]
     try:
-        for start in range(0, len(pending), settings.batch_snippets):
-            batch = pending.iloc[start:start + settings.batch_snippets]
-            scores = score_snippets(lm, batch["text"].tolist(), settings)
-            scores.insert(0, "snippet_id", batch["snippet_id"].to_numpy())
-            store.write_scores(run_id, scores, fingerprint=lm.fingerprint, method=settings.method,
-                               params=settings.params, code_version=code_version(), session=session)
-            if progress:
-                progress(done + start + len(batch), total)
+        if backend == "ray":
+            failed = _score_on_ray(run, lm, batches, settings, commit, ray_address, ray_options)
+        else:
+            failed = ""
+            for batch in batches:
+                commit(batch["snippet_id"], score_snippets(lm, batch["text"].tolist(), settings))
     except BaseException as err:
         store.set_status(run_id, "interrupted", f"{type(err).__name__}: {err}"[:500])
         raise
+    if failed:
+        store.set_status(run_id, "failed", failed[:500])
+        raise WorkerError(failed)
     store.set_status(run_id, "scored", f"{total} of {total} snippets scored")
     return len(pending)
+
+
+def _score_on_ray(run: dict, lm, batches: list[pd.DataFrame], settings: AuditSettings, commit,
+                  address: str | None, options: RayOptions | None) -> str:
+    """Score the batches on Ray model actors, committing each as it streams back; a message if some still failed."""
+    from .. import ray_backend
+
+    options = ray_backend.resolve_options(address, options)
+    if options.model_options is None and not isinstance(lm, str):
+        options = replace(options, model_options=ray_backend.model_options_of(lm))
+    job = {"task": "audit", "model": ray_backend.absolute_spec(options.model or run["model"]),
+           "fingerprint": run["fingerprint"], "load": options.model_options or {}, "settings": asdict(settings)}
+    chunks = [(b["snippet_id"].tolist(), b["text"].tolist()) for b in batches]
+    failed = ray_backend.run_chunks(chunks, job, options,
+                                    lambda c, rows: commit(rows["id"], rows[["score", "n_tokens", "truncated"]].copy()))
+    if not failed:
+        return ""
+    n = sum(len(chunks[c][0]) for c in failed)
+    return (f"{n} of {sum(map(len, batches))} snippets failed on the Ray workers after {1 + options.retries} attempts "
+            f"(first error: {next(iter(failed.values()))}); the others are stored, run the job again to retry these")
 
 
 def score_snippets(lm, texts: list[str], settings: AuditSettings) -> pd.DataFrame:
@@ -186,9 +226,10 @@ def audit_result(store: ResultsStore, run_id: str, settings: AuditSettings | Non
 
 def run_audit(lm, model_spec: str, books: list[Book], calibration: list[Book], settings: AuditSettings,
               store: ResultsStore, *, problems: list[Problem | tuple] = (), run_id: str | None = None,
-              progress: Progress | None = None, backend: str = "local") -> AuditResult:
-    """Plan (or resume), score what is pending, and analyse: the whole audit in one call."""
+              progress: Progress | None = None, backend: str = "local", ray_address: str | None = None,
+              ray_options: RayOptions | None = None) -> AuditResult:
+    """Plan (or resume), score what is pending (locally or on Ray), and analyse: the whole audit in one call."""
     rows = [(p.book, "audit", p.message) if isinstance(p, Problem) else tuple(p) for p in problems]
     run_id = plan_audit(store, lm, model_spec, books, calibration, settings, rows, run_id=run_id, backend=backend)
-    run_scoring(store, run_id, lm, progress=progress, backend=backend)
+    run_scoring(store, run_id, lm, progress=progress, backend=backend, ray_address=ray_address, ray_options=ray_options)
     return audit_result(store, run_id, settings)

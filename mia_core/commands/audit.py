@@ -6,8 +6,9 @@ from typing import List, Optional
 
 import typer
 
-from ..cli import (BosOpt, DeviceOpt, DtypeOpt, KOpt, ModelOpt, ParamOpt, PickleOpt, RemoteCodeOpt, _check_options,
-                   _error, _load, _parse_params, _progress, app)
+from ..cli import (BackendOpt, BosOpt, DeviceOpt, DtypeOpt, KOpt, ModelOpt, ParamOpt, PickleOpt, RayActorsOpt,
+                   RayAddressOpt, RemoteCodeOpt, _backend, _check_options, _driver_opts, _error, _load, _parse_params,
+                   _progress, app)
 
 #: What a book audit can supply to a method (a reference model or a fitted classifier cannot travel in a job).
 AUDIT_NEEDS = {"stats", "lowercase_stats", "freq", "lm"}
@@ -41,6 +42,9 @@ def audit_books_cmd(
     dtype: str = DtypeOpt,
     allow_pickle: bool = PickleOpt,
     trust_remote_code: bool = RemoteCodeOpt,
+    backend: str = BackendOpt,
+    ray_address: Optional[str] = RayAddressOpt,
+    ray_actors: Optional[int] = RayActorsOpt,
 ) -> None:
     """Audit books: contamination rate, prevalence and a test per book, against calibration books."""
     from ..audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
@@ -48,6 +52,7 @@ def audit_books_cmd(
     from ..audit.sources import read_books, read_calibration
     from ..audit.store import ResultsStore
     from ..methods import get_method
+    from ..ray_backend import WorkerError
 
     _check_options(k=k, bos=bos, long_text="truncate", n_boot=n_boot)
     spec = get_method(method)
@@ -59,6 +64,8 @@ def audit_books_cmd(
         _error(f"--target-fpr must be between 0 and 1 (got {target_fpr})")
     if snippet_words < 1 or batch_snippets < 1 or (max_snippets_per_book is not None and max_snippets_per_book < 1):
         _error("--snippet-words, --batch-snippets and --max-snippets-per-book must be at least 1")
+    opts = (device, dtype, allow_pickle, trust_remote_code)
+    where = _backend(backend, ray_address, ray_actors, opts)
     params = {"k": k} if "k" in spec.param_names else {}
     params.update(_parse_params(param))
     spec.make_params(**{n: v for n, v in params.items() if n in spec.param_names})  # rejects bad values early
@@ -70,14 +77,17 @@ def audit_books_cmd(
                              max_snippets_per_book=max_snippets_per_book, bos=bos, rule=rule,
                              target_fpr=target_fpr, seed=seed, n_boot=n_boot, batch_snippets=batch_snippets)
     results = ResultsStore(store)
-    lm = _load(model, device, dtype, allow_pickle, trust_remote_code)
-    run_id = plan_audit(results, lm, model, audit_books, cal_books, settings, problems, run_id=job_id)
+    lm = _load(model, *_driver_opts(opts, where))  # with Ray: fingerprint (job id) and report heatmaps only
+    run_id = plan_audit(results, lm, model, audit_books, cal_books, settings, problems, run_id=job_id, backend=backend)
     for row in results.problems(run_id).itertuples():
         typer.echo(f"warning: {row.role} book skipped: {row.message}", err=True)
     done, total = results.progress(run_id)
     typer.echo(f"job {run_id}: {total} snippets" + (f", {done} already scored (resuming)" if done else "")
                + f"; store {results.path}", err=True)
-    run_scoring(results, run_id, lm, progress=_progress("snippets"))
+    try:
+        run_scoring(results, run_id, lm, progress=_progress("snippets"), **where)
+    except WorkerError as err:
+        _error(f"job {run_id}: {err}")
     result = audit_result(results, run_id, settings)
     paths = write_report(result, output_dir, lm)
     cal = result.calibration

@@ -1,0 +1,66 @@
+"""GDS gradient features on `demo`: one backward per batch vs one backward per text (the paper's loop).
+
+Prints the time of each path over the same texts, the largest feature difference per feature (Sparsity
+counts |G| < 1e-6 and the eccentricities average over the top-10% set: one entry on the edge can flip
+on a float32 rounding difference), and loop ÷ batched (target ≥ 3 on a 2-core CPU). Runs alternate and
+the fastest of each counts (this machine is shared and noisy). Last line: `ratio=<speedup>`.
+
+    .venv/bin/python bench/gds.py [--texts 24] [--tokens 128] [--repeats 2]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from common import stdlib_prose
+
+import mia_core
+from mia_core.gds import FEATURES, GdsSettings, features_loop, gradient_features
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=int, default=24)
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--model", default="demo")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (2048 on CPU)")
+    parser.add_argument("--repeats", type=int, default=2, help="alternate loop/batched runs; the fastest of each counts")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    lm = mia_core.load_model(args.model)
+    texts = stdlib_prose(args.texts, args.tokens, lm.tokenizer)
+    settings = GdsSettings()
+    n_tokens = sum(len(lm.tokenizer(t)["input_ids"]) + 1 for t in texts)
+    print(f"model {lm.name} on {lm.device} ({lm.dtype}, {torch.get_num_threads()} threads), {len(texts)} texts, "
+          f"{n_tokens} tokens, LoRA r={settings.r} alpha={settings.alpha}")
+
+    gradient_features(lm, texts[:2], settings)  # warm-up
+    t_loop = t_batched = float("inf")
+    for _ in range(args.repeats):
+        elapsed, loop = timed(lambda: features_loop(lm, texts, settings))
+        t_loop = min(t_loop, elapsed)
+        elapsed, batched = timed(lambda: gradient_features(lm, texts, settings, batch_tokens=args.batch_tokens))
+        t_batched = min(t_batched, elapsed)
+    rel = np.abs(batched - loop) / np.maximum(np.abs(loop), 1e-12)
+    print(f"features per text: {loop.shape[1]} ({loop.shape[1] // 8} LoRA-B matrices x 8)")
+    print(f"loop (1 backward per text)   {t_loop:8.2f} s  ({n_tokens / t_loop:6.0f} tok/s)")
+    print(f"batched (1 backward/batch)   {t_batched:8.2f} s  ({n_tokens / t_batched:6.0f} tok/s)")
+    print(f"max |batched - loop|: {np.abs(batched - loop).max():.2e} abs, {rel.max():.2e} rel; "
+          f"features off by > 1e-5 rel: {int((rel > 1e-5).sum())} of {rel.size}")
+    kinds = rel.reshape(len(texts), -1, len(FEATURES))  # (texts, matrices, features)
+    for i, name in enumerate(FEATURES):  # threshold/top-10% features can flip an entry on float32 rounding
+        print(f"  {name:13s} max rel diff {kinds[..., i].max():.2e}, > 1e-5 in {int((kinds[..., i] > 1e-5).sum())}")
+    print(f"speedup: {t_loop / t_batched:.2f}x")
+    print(f"ratio={t_loop / t_batched:.3f}")
+
+
+if __name__ == "__main__":
+    main()
