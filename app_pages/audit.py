@@ -131,7 +131,7 @@ def runs_ui() -> None:
     if runs.empty:
         return
     with st.expander(f"Runs in the results store ({len(runs)})", expanded="audit_run_id" not in st.session_state):
-        st.dataframe(runs[["run_id", "status", "model", "method", "backend", "n_scored", "n_snippets", "updated_at"]],
+        st.dataframe(runs[["run_id", "status", "message", "model", "method", "backend", "n_scored", "n_snippets", "updated_at"]],
                      hide_index=True, key="audit_runs_table")
         chosen = st.selectbox("Open run", [""] + runs["run_id"].tolist(), key="audit_open")
         if chosen and st.button("Open", key="audit_open_button"):
