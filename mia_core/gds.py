@@ -8,9 +8,9 @@ split maps the feature vector to a member probability (`GdsClassifier`, saved wi
 
 Two equal ways to get the gradients: `features_loop` (one backward per text, the paper's way; the
 test oracle) and `gradient_features` (one backward per batch; per-sample G[s] = Σ_t a[s,t]ᵀ g[s,t]
-from each LoRA-B layer's saved input a and output gradient g, padding masked out).
-Choices the paper leaves open: the top-10% set has max(1, floor(0.1·r·h)) entries, ties broken by
-position (stable sort); Std and Row_Mean_Std are population deviations (Eq. 13–14); a 10p_Ratio
+from each LoRA-B layer's input a and output gradient g, padding masked out; the LoRA branch itself,
+exactly zero while B = 0, is skipped). Choices the paper leaves open: the top-10% set has
+max(1, floor(0.1·r·h)) entries, ties to the lower position (as a stable sort); Std and Row_Mean_Std are population deviations (Eq. 13–14); a 10p_Ratio
 of an all-zero G is 0 (the authors' code maps NaN features to 0); texts longer than
 `max_tokens` (or the context) are truncated, as the paper's fixed tokenizer length.
 """
@@ -31,14 +31,15 @@ from torch.nn import functional as F
 
 from .boundary import boundary_token_id
 from .demo_train import LORA_TARGETS
-from .forward import Segment, pack_batches, plain_head
+from .forward import HEAD_CHUNK_ROWS, Segment, pack_batches, plain_head
+from .identity import text_sha256
 
 #: The eight features of one gradient matrix, in the order METHODS.md lists them.
 FEATURES = ("abs_mean", "row_mean_max", "row_ecc", "col_ecc", "top10_ratio", "sparsity", "std", "row_mean_std")
 TOP_FRACTION = 0.1
 SPARSE_BELOW = 1e-6
-#: Padded tokens per backward batch (activations of a 135M model at 2048 tokens take a few GB).
-CPU_BATCH_TOKENS = 2048
+#: Padded tokens per backward batch; on CPU larger batches are no faster (bench/gds.py) and hold more activations.
+CPU_BATCH_TOKENS = 1024
 CUDA_BATCH_TOKENS = 16384
 
 Progress = Callable[[int, int], None]
@@ -81,22 +82,35 @@ def matrix_features(grad: torch.Tensor) -> torch.Tensor:
     r, h = mag.shape[-2:]
     flat = mag.flatten(-2)  # (..., r·h)
     row_means = mag.mean(-1)  # (..., r)
-    n_top = max(1, int(flat.shape[-1] * TOP_FRACTION))
-    top_vals, top_idx = flat.sort(dim=-1, descending=True, stable=True)
-    top_vals, top_idx = top_vals[..., :n_top], top_idx[..., :n_top]  # (..., n_top)
-    rows, cols = (top_idx // h).double(), (top_idx % h).double()  # 0-based: |2i−(r+1)| = |2·row − (r−1)|
+    top = top_mask(flat, max(1, int(flat.shape[-1] * TOP_FRACTION))).double()  # (..., r·h), 1 on S
+    n_top = top.sum(-1)
+    # offsets of each entry's row and column from the centre: |2i − (r+1)| / (r−1) with 1-based i
+    row_off = ((2 * torch.arange(r, dtype=torch.float64) - (r - 1)).abs() / (r - 1)).repeat_interleave(h)
+    col_off = ((2 * torch.arange(h, dtype=torch.float64) - (h - 1)).abs() / (h - 1)).repeat(r)
     total = flat.sum(-1)
-    ratio = torch.where(total > 0, top_vals.sum(-1) / total.clamp_min(torch.finfo(total.dtype).tiny), 0.0)
+    top_sum = (flat * top).sum(-1)
+    ratio = torch.where(total > 0, top_sum / total.clamp_min(torch.finfo(total.dtype).tiny), 0.0)
     return torch.stack([
         flat.mean(-1),
         row_means.amax(-1),
-        ((2 * rows - (r - 1)).abs() / (r - 1)).mean(-1),
-        ((2 * cols - (h - 1)).abs() / (h - 1)).mean(-1),
+        top @ row_off.to(top.device) / n_top,
+        top @ col_off.to(top.device) / n_top,
         ratio,
         (flat < SPARSE_BELOW).double().mean(-1),
         flat.std(-1, correction=0),
         row_means.std(-1, correction=0),
     ], dim=-1)
+
+
+def top_mask(values: torch.Tensor, k: int) -> torch.Tensor:
+    """(..., n) → bool mask of the k largest values along the last axis; ties go to the lowest index.
+
+    The same set as the first k of a stable descending sort, from a partial selection (twice as fast).
+    """
+    kth = values.topk(k, dim=-1, sorted=False).values.amin(-1, keepdim=True)  # (..., 1) the k-th largest
+    above, tied = values > kth, values == kth
+    room = k - above.sum(-1, keepdim=True)  # tied entries that still fit, taken in index order
+    return above | (tied & (tied.cumsum(-1) <= room))
 
 
 def lora_targets(model: nn.Module) -> list[str]:
@@ -263,21 +277,38 @@ def _batch_features(lm, wrappers: list[nn.Module], seqs: list[list[int]]) -> tor
     handles.append(lm.model.get_input_embeddings().register_forward_hook(embedding_leaf))
     try:
         split = plain_head(lm.model)
-        if split is not None:  # logits only at scored rows, float32 head
+        if split is not None:  # float32 head on the scored rows, its gradient formed chunk-wise
             backbone, head = split
             hidden = backbone(input_ids=ids, attention_mask=mask, use_cache=False)[0]  # (b, T, H)
-            flat = hidden.reshape(-1, hidden.shape[-1])[rows].float()  # (rows, H)
-            bias = head.bias.float() if head.bias is not None else None
-            logits = F.linear(flat, head.weight.float(), bias)  # (rows, vocab)
+            flat = hidden.reshape(-1, hidden.shape[-1])[rows]  # (rows, H)
+            grad_flat = _head_gradient(flat.detach(), head, targets, weights)
+            torch.autograd.grad(flat, leaf, grad_outputs=grad_flat.to(flat.dtype))  # fires the hooks
         else:
             full = lm.model(input_ids=ids, attention_mask=mask, use_cache=False).logits  # (b, T, vocab)
             logits = full.reshape(-1, full.shape[-1])[rows].float()
-        loss = (F.cross_entropy(logits, targets, reduction="none") * weights).sum()
-        torch.autograd.grad(loss, leaf)  # fires the hooks; no .grad is kept anywhere
+            loss = (F.cross_entropy(logits, targets, reduction="none") * weights).sum()
+            torch.autograd.grad(loss, leaf)  # fires the hooks; no .grad is kept anywhere
     finally:
         for handle in handles:
             handle.remove()
     return torch.stack(feats, dim=1).cpu()  # (b, n_matrices, 8)
+
+
+@torch.no_grad()
+def _head_gradient(flat: torch.Tensor, head: nn.Linear, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """dL/d(hidden rows) of L = Σ_rows weight · NLL under a float32 head: (softmax − onehot) · weight @ W.
+
+    Chunks of rows, so no (rows, vocab) tensor is kept for autograd.
+    """
+    w = head.weight.float()  # (vocab, H)
+    bias = head.bias.float() if head.bias is not None else None
+    out = torch.empty(flat.shape, dtype=torch.float32, device=flat.device)  # (rows, H)
+    for a in range(0, flat.shape[0], HEAD_CHUNK_ROWS):
+        b = min(a + HEAD_CHUNK_ROWS, flat.shape[0])
+        p = torch.softmax(F.linear(flat[a:b].float(), w, bias), dim=-1)  # (chunk, vocab)
+        p[torch.arange(b - a, device=p.device), targets[a:b]] -= 1.0
+        out[a:b] = (p * weights[a:b, None]) @ w
+    return out
 
 
 # ---------------------------------------------------------------- the supervised classifier (paper §4.4, App. A.6)
@@ -381,6 +412,10 @@ class GdsClassifier:
                 f"{s['train_nonmembers']} non-members) = {s['train_fraction']:.0%} of {s['source'] or 'the data'}, "
                 f"stratified, seed {s['seed']}")
 
+    def trained_on(self, text: str) -> bool:
+        """True when the text was one of the classifier's training rows (its score there is not a test)."""
+        return text_sha256(str(text)) in set(self.spec["split"].get("train_sha256", []))
+
     def check(self, lm, settings: GdsSettings | None = None) -> None:
         """ValueError unless this classifier's feature spec matches the model (and the settings given)."""
         model = self.spec["model"]
@@ -467,14 +502,15 @@ def fit_classifier(features: np.ndarray, labels, lm, *, settings: GdsSettings, s
 
 
 def split_record(y: np.ndarray, train: np.ndarray, test: np.ndarray, ids, *, train_fraction: float, seed: int,
-                 source: str) -> dict:
-    """What the classifier learned from: fraction, seed, counts per class, ids of the training rows."""
+                 source: str, texts: Sequence[str] | None = None) -> dict:
+    """What the classifier learned from: fraction, seed, counts per class, ids (and text hashes) of the training rows."""
     ids = list(range(y.size)) if ids is None else list(ids)
     return {"source": source, "train_fraction": train_fraction, "seed": seed, "stratified": True,
             "n_total": int(y.size), "n_train": int(train.size), "n_test": int(test.size),
             "train_members": int(y[train].sum()), "train_nonmembers": int(train.size - y[train].sum()),
             "test_members": int(y[test].sum()), "test_nonmembers": int(test.size - y[test].sum()),
-            "train_ids": [_plain(ids[i]) for i in train]}
+            "train_ids": [_plain(ids[i]) for i in train],
+            "train_sha256": [text_sha256(str(texts[i])) for i in train] if texts is not None else []}
 
 
 def fit_texts(lm, texts: Sequence[str], labels, *, ids=None, settings: GdsSettings = GdsSettings(),
@@ -484,7 +520,7 @@ def fit_texts(lm, texts: Sequence[str], labels, *, ids=None, settings: GdsSettin
     y = check_labels(labels)
     train, test = stratified_split(y, train_fraction=train_fraction, seed=seed)
     features = gradient_features(lm, [texts[i] for i in train], settings, batch_tokens=batch_tokens, progress=progress)
-    split = split_record(y, train, test, ids, train_fraction=train_fraction, seed=seed, source=source)
+    split = split_record(y, train, test, ids, train_fraction=train_fraction, seed=seed, source=source, texts=texts)
     return fit_classifier(features, y[train], lm, settings=settings, seed=seed, split=split)
 
 
@@ -511,14 +547,14 @@ def evaluate_texts(lm, texts: Sequence[str], labels, *, ids=None, settings: GdsS
     train, test = stratified_split(y, train_fraction=train_fraction, seed=seed)
     texts = [str(t) for t in texts]
     features = gradient_features(lm, texts, settings, batch_tokens=batch_tokens, progress=progress)
-    split = split_record(y, train, test, ids, train_fraction=train_fraction, seed=seed, source=source)
+    split = split_record(y, train, test, ids, train_fraction=train_fraction, seed=seed, source=source, texts=texts)
     clf = fit_classifier(features[train], y[train], lm, settings=settings, seed=seed, split=split)
     scores = clf.log_odds(features)
     clf.memo.update({(lm.fingerprint, str(lm.dtype), t): float(v) for t, v in zip(texts, scores)})
     with warnings.catch_warnings():  # kept in the report instead
         warnings.simplefilter("ignore", UserWarning)
         report = metrics.evaluate(y[test], scores[test], n_boot=n_boot, seed=seed)
-    report["split"] = {k: v for k, v in split.items() if k != "train_ids"}
+    report["split"] = {k: v for k, v in split.items() if k not in ("train_ids", "train_sha256")}
     report["supervised"] = clf.describe()
     return GdsEvaluation(clf, train, test, scores[test], report)
 

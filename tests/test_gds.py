@@ -20,7 +20,7 @@ from mia_core.cli import main
 from mia_core.forward import Segment, pack_batches
 from mia_core.gds import (FEATURES, GdsClassifier, GdsSettings, encode, evaluate_texts, feature_names, features_loop,
                           fit_classifier, fit_mlp, gradient_features, matrix_features, split_record,
-                          stratified_split)
+                          stratified_split, top_mask)
 
 # lengths from 2 to ~40 tokens, so batches mix lengths and carry padding
 TEXTS = ["Ember.", "The river was quietly built.", *random_texts(6, seed=11, min_words=3, max_words=30)]
@@ -51,6 +51,14 @@ def test_features_of_a_known_matrix_by_hand():
     np.testing.assert_array_equal(stacked[0].numpy(), matrix_features(g).numpy())
     np.testing.assert_allclose(stacked[1, 0].item(), 2 * expected["abs_mean"])
     assert stacked[1, 2].item() == pytest.approx(expected["row_ecc"])  # flipped rows: 3.0 in row 1, 2.0 in row 2
+
+
+def test_top_set_equals_a_stable_descending_sort_with_ties():
+    values = torch.tensor([[0.0, 3.0, 1.0, 3.0, 1.0, 1.0, 0.0, 2.0], [5.0, 5.0, 5.0, 5.0, 0.0, 0.0, 0.0, 0.0]])
+    for k in range(1, 9):
+        order = values.sort(dim=-1, descending=True, stable=True).indices[:, :k]
+        expected = torch.zeros_like(values, dtype=torch.bool).scatter_(1, order, True)
+        assert torch.equal(top_mask(values, k), expected), k
 
 
 def test_all_zero_gradient_has_finite_features():
@@ -183,6 +191,9 @@ def test_members_score_higher_on_the_held_out_part(memorised, membership):
     one = score("gds", lm.token_stats(held_out[:1])[0], lm=lm, classifier=fresh)
     assert one.value == pytest.approx(result.test_scores[0], rel=1e-4, abs=1e-4)
     assert 0 < one.details["member_probability"] < 1 and "supervised" in one.details["supervised"]
+    assert not one.details["in_training_split"]
+    trained = score("gds", lm.token_stats([texts[result.train_idx[0]]])[0], lm=lm, classifier=result.classifier)
+    assert trained.details["in_training_split"] and len(result.classifier.spec["split"]["train_sha256"]) == 40
 
 
 def run_cli(*args) -> tuple[int, str, str]:

@@ -24,7 +24,7 @@ FractionOpt = typer.Option(0.3, "--train-fraction", help="share of the labelled 
                            "(stratified; the paper: 0.3)")
 SeedOpt = typer.Option(0, "--seed", help="seed of the split, the MLP and the bootstrap")
 MaxTokensOpt = typer.Option(512, "--max-tokens", help="tokens per text for the gradients (longer texts are cut)")
-BatchOpt = typer.Option(None, "--batch-tokens", help="padded tokens per backward batch (default: 2048 on CPU)")
+BatchOpt = typer.Option(None, "--batch-tokens", help="padded tokens per backward batch (default: 1024 on CPU)")
 
 
 def _prepare(input: Path, text_column: str, label_column: str, train_fraction: float, max_tokens: int):

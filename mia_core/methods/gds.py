@@ -30,5 +30,6 @@ def gds(stats: TokenStats, params: NoParams, *, lm, classifier) -> Score:
     require_tokens(stats)
     clf = as_classifier(classifier)
     value = float(clf.score_texts(lm, [stats.text])[0])
-    details = {"member_probability": float(expit(value)), "supervised": clf.describe()}
+    details = {"member_probability": float(expit(value)), "supervised": clf.describe(),
+               "in_training_split": clf.trained_on(stats.text)}
     return Score(value, stats.logprob.astype(np.float64), np.ones(stats.n_scored, bool), details)
