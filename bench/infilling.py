@@ -105,7 +105,7 @@ def main() -> None:
                         ("fast", "fast (KV-cache branches, 4-D mask)")):
         peak = max(r["maxrss_mb"] for r in runs[kind])
         print(f"{label:47s} {min(r['seconds'] for r in runs[kind]):8.2f} s   peak RSS {peak:7.0f} MiB "
-              f"(+{peak - baseline['maxrss_mb']:.0f} MiB over load + statistics)")
+              f"({peak - baseline['maxrss_mb']:+.0f} MiB vs load + statistics only)")
     print(f"all runs, wall s: fast {[round(r['seconds'], 2) for r in runs['fast']]}, "
           f"reference {[round(r['seconds'], 2) for r in runs['reference']]}; CPU-time ratio {cpu_ratio:.1f}")
     for norm in NORMALIZATIONS:
