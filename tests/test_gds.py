@@ -1,22 +1,19 @@
 """GDS: features by hand, batched = per-text loop, model left intact, classifier round trip, orientation."""
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import statistics
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from cli_runner import run_cli
 from tiny import random_texts, tiny_gpt2, tiny_llama, train_causal_lm
 
 from mia_core import LanguageModel, metrics, score, score_texts
-from mia_core.cli import main
 from mia_core.forward import Segment, pack_batches
 from mia_core.gds import (FEATURES, GdsClassifier, GdsSettings, encode, evaluate_texts, feature_names, features_loop,
                           fit_classifier, fit_mlp, gradient_features, matrix_features, split_record,
@@ -194,19 +191,6 @@ def test_members_score_higher_on_the_held_out_part(memorised, membership):
     assert not one.details["in_training_split"]
     trained = score("gds", lm.token_stats([texts[result.train_idx[0]]])[0], lm=lm, classifier=result.classifier)
     assert trained.details["in_training_split"] and len(result.classifier.spec["split"]["train_sha256"]) == 40
-
-
-def run_cli(*args) -> tuple[int, str, str]:
-    """Run `mia` in-process; returns (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        sys.argv = ["mia", *map(str, args)]
-        try:
-            main()
-        except SystemExit as exit_:
-            code = exit_.code or 0
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
