@@ -7,7 +7,12 @@ adds exactly zero since B = 0) and forms per-sample G from hooks (`mia_core.gds.
 Prints the time of each path over the same texts, the largest feature difference per feature (Sparsity
 counts |G| < 1e-6 and the eccentricities average over the top-10% set: one entry on the edge can flip
 on a float32 rounding difference), and loop ÷ batched (target ≥ 3 on a 2-core CPU). Runs alternate and
-the fastest of each counts (this machine is shared and noisy). Last line: `ratio=<speedup>`.
+the fastest of each counts (this machine is shared and noisy).
+
+The floor: any way of getting these gradients runs the forward pass and back-propagates through every
+layer (every layer has LoRA-B matrices), and the activation backward costs about one more forward. So
+the bench also times a plain no-grad forward of the same batches (F) and prints loop ÷ 2F, the speedup
+a batched path would reach if it cost nothing beyond those two passes. Last line: `ratio=<speedup>`.
 
     .venv/bin/python bench/gds.py [--texts 24] [--tokens 128] [--repeats 3]
 """
@@ -21,7 +26,8 @@ import torch
 from common import stdlib_prose
 
 import mia_core
-from mia_core.gds import FEATURES, GdsSettings, features_loop, gradient_features
+from mia_core.forward import Segment, pack_batches
+from mia_core.gds import CPU_BATCH_TOKENS, FEATURES, GdsSettings, encode, features_loop, gradient_features
 
 
 def timed(fn):
@@ -29,6 +35,18 @@ def timed(fn):
     start, cpu = time.perf_counter(), time.process_time()
     result = fn()
     return time.perf_counter() - start, time.process_time() - cpu, result
+
+
+@torch.inference_mode()
+def forward_only(lm, seqs: list[list[int]], batch_tokens: int) -> None:
+    """Plain forward passes over the batches `gradient_features` would form: the cost floor's unit."""
+    for batch in pack_batches([Segment(i, ids, 1) for i, ids in enumerate(seqs)], batch_tokens):
+        width = max(len(seqs[i]) for i in batch)
+        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for row, i in enumerate(batch):
+            ids[row, : len(seqs[i])], mask[row, : len(seqs[i])] = torch.tensor(seqs[i]), 1
+        lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), use_cache=False)
 
 
 def main() -> None:
@@ -48,8 +66,11 @@ def main() -> None:
           f"{n_tokens} tokens, LoRA r={settings.r} alpha={settings.alpha}")
 
     gradient_features(lm, texts[:2], settings)  # warm-up
-    t_loop = t_batched = c_loop = c_batched = float("inf")
+    t_loop = t_batched = c_loop = c_batched = t_forward = float("inf")
+    seqs = encode(lm, texts, settings)
     for i in range(args.repeats):
+        elapsed, _, _ = timed(lambda: forward_only(lm, seqs, args.batch_tokens or CPU_BATCH_TOKENS))
+        t_forward = min(t_forward, elapsed)
         elapsed, cpu, loop = timed(lambda: features_loop(lm, texts, settings))
         t_loop, c_loop = min(t_loop, elapsed), min(c_loop, cpu)
         print(f"  run {i + 1}: loop {elapsed:7.1f} s (cpu {cpu:6.1f} s)", end="", flush=True)
@@ -60,6 +81,8 @@ def main() -> None:
     print(f"features per text: {loop.shape[1]} ({loop.shape[1] // 8} LoRA-B matrices x 8)")
     print(f"loop (1 backward per text)   {t_loop:8.2f} s  ({n_tokens / t_loop:6.0f} tok/s)")
     print(f"batched (1 backward/batch)   {t_batched:8.2f} s  ({n_tokens / t_batched:6.0f} tok/s)")
+    print(f"no-grad forward, same batches {t_forward:8.2f} s  -> loop = {t_loop / t_forward:.1f} F, batched = "
+          f"{t_batched / t_forward:.1f} F; loop / 2F = {t_loop / (2 * t_forward):.2f} (the speedup at the floor)")
     print(f"max |batched - loop|: {np.abs(batched - loop).max():.2e} abs, {rel.max():.2e} rel; "
           f"features off by > 1e-5 rel: {int((rel > 1e-5).sum())} of {rel.size}")
     kinds = rel.reshape(len(texts), -1, len(FEATURES))  # (texts, matrices, features)

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .token_stats import reduce_logits
+from .token_stats import reduce_logits, stats_dtype
 
 #: Architectures whose logits are exactly `lm_head(last_hidden_state)` (no soft-capping or scaling).
 PLAIN_HEAD_TYPES = frozenset(
@@ -71,9 +71,9 @@ def plain_head(model: nn.Module) -> tuple[nn.Module, nn.Linear] | None:
     return backbone, head
 
 
-def float32_head(head: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The head's weight and bias in float32 (a copy, cached on the module, for half-precision models)."""
-    if head.weight.dtype == torch.float32:
+def stats_head(head: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The head's weight and bias in `stats_dtype` (a float32 copy, cached on the module, for half-precision models)."""
+    if head.weight.dtype == stats_dtype(head.weight.dtype):
         return head.weight, head.bias
     cached = getattr(head, "_mia_float32", None)
     if cached is None or cached[0].device != head.weight.device:
@@ -145,9 +145,9 @@ def _batch_stats(model, split, input_ids, mask, rows, targets) -> dict[str, np.n
         backbone, head = split
         hidden = backbone(input_ids=input_ids, attention_mask=mask, use_cache=False)[0]  # (b, T, H)
         flat = hidden.reshape(-1, hidden.shape[-1])[rows]  # (rows, H)
-        weight, bias = float32_head(head)
+        weight, bias = stats_head(head)
         # the head runs in float32 even for bf16/fp16 models: bf16 logits are too coarse for log-probs
-        logits_of = lambda sl: F.linear(flat[sl].float(), weight, bias)  # noqa: E731  (rows, vocab)
+        logits_of = lambda sl: F.linear(flat[sl].to(weight.dtype), weight, bias)  # noqa: E731  (rows, vocab)
     else:
         logits = model(input_ids=input_ids, attention_mask=mask, use_cache=False).logits  # (b, T, V)
         flat = logits.reshape(-1, logits.shape[-1])

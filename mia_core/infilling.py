@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from transformers.cache_utils import DynamicLayer
 
-from .forward import HEAD_CHUNK_ROWS, REDUCE_CHUNK_ROWS, float32_head, plain_head
+from .forward import HEAD_CHUNK_ROWS, REDUCE_CHUNK_ROWS, plain_head, stats_head
 from .token_stats import TokenStats, reduce_logits
 
 NORMALIZATIONS = ("position", "anchor")
@@ -152,9 +152,9 @@ def primed_fast(lm, full: list[int], branches: list[Branch], *,
         out = body(input_ids=ids, position_ids=positions, attention_mask=mask, past_key_values=cache, use_cache=True)
         cache.crop(-ids.shape[1])  # back to the shared prefix for the next chunk
         if split is not None:
-            weight, bias = float32_head(split[1])
+            weight, bias = stats_head(split[1])
             hidden = out[0][0]  # (q, H)
-            logits_of = lambda sl: torch.nn.functional.linear(hidden[sl].float(), weight, bias)  # noqa: E731
+            logits_of = lambda sl: torch.nn.functional.linear(hidden[sl].to(weight.dtype), weight, bias)  # noqa: E731
         else:
             logits_of = lambda sl: out.logits[0, sl]  # noqa: E731
         for begin in range(0, ids.shape[1], HEAD_CHUNK_ROWS):

@@ -50,7 +50,8 @@ def load_model(
         cache), "demo-known" (demo + the committed LoRA adapter trained on the demo members), a
         local folder, or a hub id (downloaded when online, else from the local hub cache).
     device : "auto" = CUDA, then MPS, then CPU.
-    dtype : "auto" = bf16 on CUDA GPUs that support it (fp16 otherwise), fp32 on CPU and MPS.
+    dtype : "auto" = bf16 on CUDA GPUs that support it (fp16 otherwise), fp32 on CPU and MPS; "float64"
+        is slow and meant for exactness checks (statistics then stay in float64).
     max_length : cap on the context used per window (default: the model's maximum).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -100,9 +101,10 @@ def resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtype
         return torch.float32
     try:
         return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
+                "float64": torch.float64, "fp64": torch.float64}[dtype]
     except KeyError:
-        raise ValueError(f"dtype must be auto, float32, bfloat16 or float16 (got {dtype!r})") from None
+        raise ValueError(f"dtype must be auto, float32, bfloat16, float16 or float64 (got {dtype!r})") from None
 
 
 def demo_folder() -> Path:

@@ -108,6 +108,12 @@ def score_texts(
         extra["ref_stats"] = _require(ref_model, "ref", "ref_model=").token_stats(
             texts, bos=bos, progress=progress, long_text=long_text)
     table = _frequency_table(_require(freq, "dc_pdd", "freq="), lm.tokenizer) if "freq" in needs else None
+    if "classifier" in needs:  # gradient features of all texts in batched backwards; the method reads them back
+        from .gds import as_classifier
+
+        name = next(s.name for s in specs if "classifier" in s.needs)
+        classifier = as_classifier(_require(classifier, name, "classifier= (fitted on labelled data)"))
+        classifier.score_texts(lm, [st.text for st in stats if st.n_scored > 0])  # empty ones: the method says why
     columns = {}
     for spec in specs:
         method_params = spec.make_params(**{n: v for n, v in {**params, "k": k}.items() if n in spec.param_names})

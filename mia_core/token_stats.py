@@ -74,13 +74,18 @@ class TokenStats:
 
 
 @torch.inference_mode()
+def stats_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Precision of logits and their statistics: float32 at least, float64 for a float64 model (exactness checks)."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
 def reduce_logits(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Reduce a (rows, vocab) block of logits to per-row statistics, in float32.
+    """Reduce a (rows, vocab) block of logits to per-row statistics, in float32 (float64 for float64 logits).
 
     `targets` (rows,) holds the true next token of each row. The softmax runs over the full
-    logits width; log_softmax is always float32, even for bf16/fp16 models.
+    logits width; log_softmax is float32 even for bf16/fp16 models.
     """
-    logp = torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
+    logp = torch.log_softmax(logits.to(stats_dtype(logits.dtype)), dim=-1)  # (rows, vocab)
     p = logp.exp()  # (rows, vocab)
     mu = torch.einsum("rv,rv->r", p, logp)  # (rows,)
     if not torch.isfinite(mu).all():  # −inf logits (masked vocabulary): 0·(−inf) is NaN, so floor them

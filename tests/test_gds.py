@@ -13,6 +13,7 @@ import torch
 from cli_runner import run_cli
 from tiny import random_texts, tiny_gpt2, tiny_llama, train_causal_lm
 
+import mia_core.gds as gds_module
 from mia_core import LanguageModel, metrics, score, score_texts
 from mia_core.forward import Segment, pack_batches
 from mia_core.gds import (FEATURES, GdsClassifier, GdsSettings, encode, evaluate_texts, feature_names, features_loop,
@@ -170,7 +171,7 @@ def memorised(membership):
     return LanguageModel(model, lm.tokenizer, name="tiny-memorised", stats_cache=lm.stats_cache)
 
 
-def test_members_score_higher_on_the_held_out_part(memorised, membership):
+def test_members_score_higher_on_the_held_out_part(memorised, membership, monkeypatch):
     """Orientation: fitted on half of the known-membership toy set, GDS ranks the other half correctly."""
     lm, members, nonmembers = memorised, membership["members"], membership["nonmembers"]
     texts, labels = members + nonmembers, np.array([1] * 40 + [0] * 40)
@@ -191,6 +192,16 @@ def test_members_score_higher_on_the_held_out_part(memorised, membership):
     assert not one.details["in_training_split"]
     trained = score("gds", lm.token_stats([texts[result.train_idx[0]]])[0], lm=lm, classifier=result.classifier)
     assert trained.details["in_training_split"] and len(result.classifier.spec["split"]["train_sha256"]) == 40
+    # score_texts hands a fresh classifier all texts at once: one batched feature call, same scores
+    calls = []
+    real = gds_module.gradient_features
+    monkeypatch.setattr(gds_module, "gradient_features", lambda lm_, texts_, *a, **kw: calls.append(len(texts_)) or
+                        real(lm_, texts_, *a, **kw))
+    fresh = GdsClassifier(result.classifier.spec, result.classifier.mean, result.classifier.scale,
+                          result.classifier.coefs, result.classifier.intercepts)
+    df = score_texts(lm, held_out, ["gds"], classifier=fresh)
+    assert calls == [6]
+    np.testing.assert_allclose(df["gds"], result.test_scores[:6], rtol=1e-4, atol=1e-4)
 
 
 @pytest.fixture(scope="module")

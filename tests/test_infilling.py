@@ -1,6 +1,7 @@
 """Infilling Score: the fast KV-cache path against the per-position reference and a float64 oracle."""
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -140,6 +141,24 @@ def test_both_paths_match_a_float64_oracle(trained, make_lm):
         for norm, implementation in (("position", "fast"), ("anchor", "fast"), ("position", "reference")):
             got, _ = infilling_token_scores(lm, stats, m=3, normalization=norm, implementation=implementation)
             np.testing.assert_allclose(got, expected[norm], atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_float64_models_make_both_paths_exact(arch, trained, make_lm):
+    """In float64 (logits and statistics too) the two paths and the oracle agree far below float32 noise."""
+    tok, models = trained
+    model = copy.deepcopy(models[arch]).double()
+    lm = make_lm(model, tok)
+    boundary = tok.convert_tokens_to_ids("<|endoftext|>")
+    for text in TEXTS[:3]:
+        stats = lm.token_stats([text])[0]
+        assert stats.logprob.dtype == np.float64 and stats.sigma.dtype == np.float64
+        expected = naive_infilling(model, [boundary] + tok(text)["input_ids"], 5)
+        for norm in ("position", "anchor"):
+            fast, _ = infilling_token_scores(lm, stats, m=5, normalization=norm, implementation="fast")
+            ref, _ = infilling_token_scores(lm, stats, m=5, normalization=norm, implementation="reference")
+            np.testing.assert_allclose(fast, ref, atol=1e-9, rtol=0)
+            np.testing.assert_allclose(fast, expected[norm], atol=1e-9, rtol=0)
 
 
 def test_top1_tokens_are_exactly_zero_and_get_no_branch(membership):
