@@ -9,7 +9,8 @@ st.title("MIA Lens")
 st.markdown(
     "Was this text, or this book, in a language model's pretraining data? MIA Lens scores texts with "
     "the published membership-inference methods — loss, zlib, Min-K% Prob, Min-K%++, DC-PDD, lowercase, "
-    "reference model — shows which tokens drive each score, and measures how well each method separates "
+    "reference model, and the heavier Infilling Score, Neighbourhood comparison and supervised GDS — "
+    "shows which tokens drive each score, and measures how well each method separates "
     "known members from known non-members. The scores are **evidence consistent with membership, never "
     "proof**: a text can look familiar to a model because it is typical, quoted everywhere, or easy; only "
     "a comparison with a calibration set of the same kind, and a blind baseline that cannot explain the "

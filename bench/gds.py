@@ -12,9 +12,11 @@ the fastest of each counts (this machine is shared and noisy).
 The floor: any way of getting these gradients runs the forward pass and back-propagates through every
 layer (every layer has LoRA-B matrices), and the activation backward costs about one more forward. So
 the bench also times a plain no-grad forward of the same batches (F) and prints loop ÷ 2F, the speedup
-a batched path would reach if it cost nothing beyond those two passes. Last line: `ratio=<speedup>`.
+a batched path would reach if it cost nothing beyond those two passes. With `--dtype float64` both
+paths run in float64 and agree to ~1e-14 on every feature (the float32 flips are rounding, not the
+algorithm). Last line: `ratio=<speedup>`.
 
-    .venv/bin/python bench/gds.py [--texts 24] [--tokens 128] [--repeats 3]
+    .venv/bin/python bench/gds.py [--texts 24] [--tokens 128] [--repeats 3] [--dtype float64]
 """
 from __future__ import annotations
 
@@ -54,11 +56,12 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=24)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--model", default="demo")
+    parser.add_argument("--dtype", default="auto", help="float64: both paths in float64, to see them agree exactly")
     parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (1024 on CPU)")
     parser.add_argument("--repeats", type=int, default=3, help="alternate loop/batched runs; the fastest of each counts")
     args = parser.parse_args()
     torch.manual_seed(0)
-    lm = mia_core.load_model(args.model)
+    lm = mia_core.load_model(args.model, dtype=args.dtype)
     texts = stdlib_prose(args.texts, args.tokens, lm.tokenizer)
     settings = GdsSettings()
     n_tokens = sum(len(lm.tokenizer(t)["input_ids"]) + 1 for t in texts)

@@ -31,8 +31,9 @@ from torch.nn import functional as F
 
 from .boundary import boundary_token_id
 from .demo_train import LORA_TARGETS
-from .forward import HEAD_CHUNK_ROWS, Segment, pack_batches, plain_head
+from .forward import HEAD_CHUNK_ROWS, Segment, pack_batches, plain_head, stats_head
 from .identity import text_sha256
+from .token_stats import stats_dtype
 
 #: The eight features of one gradient matrix, in the order METHODS.md lists them.
 FEATURES = ("abs_mean", "row_mean_max", "row_ecc", "col_ecc", "top10_ratio", "sparsity", "std", "row_mean_std")
@@ -162,6 +163,10 @@ def lora_attached(model: nn.Module, settings: GdsSettings) -> Iterator[list[nn.M
         if not all(hasattr(m, "lora_B") for m in layers) or len(layers) != sum(
                 hasattr(m, "lora_B") for m in wrapped.values()):
             raise RuntimeError("peft wrapped other modules than GDS expects")
+        if next(model.parameters()).dtype == torch.float64:  # exactness checks: the same A values, in float64
+            for module in layers:
+                module.lora_A.to(torch.float64)
+                module.lora_B.to(torch.float64)
         yield layers
     finally:
         peft_model.unload()
@@ -191,7 +196,8 @@ def features_loop(lm, texts: Sequence[str], settings: GdsSettings = GdsSettings(
         layers = [m.lora_B["default"] for m in wrappers]
         for ids in seqs:
             input_ids = torch.tensor([ids], device=lm.device)
-            logits = lm.model(input_ids=input_ids, use_cache=False).logits[0].float()  # (T, vocab)
+            logits = lm.model(input_ids=input_ids, use_cache=False).logits[0]
+            logits = logits.to(stats_dtype(logits.dtype))  # (T, vocab), float32 at least
             loss = F.cross_entropy(logits[:-1], input_ids[0, 1:])  # mean NLL of the scored tokens
             for layer in layers:
                 layer.weight.grad = None
@@ -251,7 +257,8 @@ def _batch_features(lm, wrappers: list[nn.Module], seqs: list[list[int]]) -> tor
     # logits at t−1 predict token t; each text's rows are weighted 1/n_s so the sum is Σ_s mean-NLL_s
     rows = torch.cat([torch.arange(len(s) - 1) + b * width for b, s in enumerate(seqs)]).to(device)
     targets = torch.cat([torch.tensor(s[1:]) for s in seqs]).to(device)
-    weights = torch.cat([torch.full((len(s) - 1,), 1.0 / (len(s) - 1)) for s in seqs]).to(device)
+    precision = stats_dtype(lm.dtype)  # of the head, its loss and the per-text weights
+    weights = torch.cat([torch.full((len(s) - 1,), 1.0 / (len(s) - 1), dtype=precision) for s in seqs]).to(device)
     feats: list[torch.Tensor | None] = [None] * len(wrappers)
     leaf: list[torch.Tensor] = []
 
@@ -267,7 +274,7 @@ def _batch_features(lm, wrappers: list[nn.Module], seqs: list[list[int]]) -> tor
             scaling = module.scaling["default"]
 
             def grad_hook(g):  # dL/d(LoRA-B output) = scaling · dL/dY: (b, T, h)
-                grad_b = torch.einsum("btr,bth->brh", a.float(), g.float()) * scaling  # G[s]: (b, r, h)
+                grad_b = torch.einsum("btr,bth->brh", a.to(precision), g.to(precision)) * scaling  # G[s]: (b, r, h)
                 feats[i] = matrix_features(grad_b)
 
             output.register_hook(grad_hook)
@@ -285,7 +292,7 @@ def _batch_features(lm, wrappers: list[nn.Module], seqs: list[list[int]]) -> tor
             torch.autograd.grad(flat, leaf, grad_outputs=grad_flat.to(flat.dtype))  # fires the hooks
         else:
             full = lm.model(input_ids=ids, attention_mask=mask, use_cache=False).logits  # (b, T, vocab)
-            logits = full.reshape(-1, full.shape[-1])[rows].float()
+            logits = full.reshape(-1, full.shape[-1])[rows].to(stats_dtype(full.dtype))
             loss = (F.cross_entropy(logits, targets, reduction="none") * weights).sum()
             torch.autograd.grad(loss, leaf)  # fires the hooks; no .grad is kept anywhere
     finally:
@@ -300,12 +307,11 @@ def _head_gradient(flat: torch.Tensor, head: nn.Linear, targets: torch.Tensor, w
 
     Chunks of rows, so no (rows, vocab) tensor is kept for autograd.
     """
-    w = head.weight.float()  # (vocab, H)
-    bias = head.bias.float() if head.bias is not None else None
-    out = torch.empty(flat.shape, dtype=torch.float32, device=flat.device)  # (rows, H)
+    w, bias = stats_head(head)  # (vocab, H), float32 at least
+    out = torch.empty(flat.shape, dtype=w.dtype, device=flat.device)  # (rows, H)
     for a in range(0, flat.shape[0], HEAD_CHUNK_ROWS):
         b = min(a + HEAD_CHUNK_ROWS, flat.shape[0])
-        p = torch.softmax(F.linear(flat[a:b].float(), w, bias), dim=-1)  # (chunk, vocab)
+        p = torch.softmax(F.linear(flat[a:b].to(w.dtype), w, bias), dim=-1)  # (chunk, vocab)
         p[torch.arange(b - a, device=p.device), targets[a:b]] -= 1.0
         out[a:b] = (p * weights[a:b, None]) @ w
     return out

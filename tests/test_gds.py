@@ -83,6 +83,17 @@ def test_batched_features_equal_the_per_text_loop(arch, tok, make_lm):
     assert (abs_mean > 0).all() and np.ptp(abs_mean, axis=0).min() > 0  # real, text-dependent gradients
 
 
+def test_float64_models_give_float64_gradients_on_both_paths(tok, make_lm):
+    """A float64 model stays float64 through the head and the per-sample products: the paths agree to 1e-10."""
+    lm = make_lm(tiny_llama(len(tok), seed=0, logits_width=320).double(), tok)
+    loop = features_loop(lm, TEXTS)
+    batched = gradient_features(lm, TEXTS, batch_tokens=96)
+    np.testing.assert_allclose(batched, loop, rtol=1e-10, atol=1e-15)
+    single = make_lm(tiny_llama(len(tok), seed=0, logits_width=320), tok)
+    np.testing.assert_allclose(features_loop(single, TEXTS), loop, rtol=1e-3, atol=1e-7)  # same model in float32
+    assert not np.array_equal(features_loop(single, TEXTS), loop)  # … but computed in another precision
+
+
 def test_features_follow_the_core_boundary_policy(llama_lm):
     stats = llama_lm.token_stats(TEXTS[:3])
     seqs = encode(llama_lm, TEXTS[:3], GdsSettings())
@@ -232,7 +243,7 @@ def test_cli_fit_eval_and_score(memorised_dir, membership, tmp_path, monkeypatch
     spec = json.loads((clf_dir / "spec.json").read_text())
     assert spec["split"]["train_ids"] == [f"t{i}" for i in stratified_split(np.array([1] * 40 + [0] * 40),
                                                                           train_fraction=0.5)[0]]
-    few = tmp_path / "few.jsonl"  # `mia score` runs one backward per text: a few held-out texts
+    few = tmp_path / "few.jsonl"  # a few held-out texts, scored by `mia score` with the saved classifier
     few.write_text("\n".join(json.dumps({"id": i, "text": texts[int(i[1:])]}) for i in scores["id"][:5]))
     code, _, err = run_cli("score", "--model", memorised_dir, "--input", few, "--output", tmp_path / "g.csv",
                            "--methods", "gds", "--param", f"classifier={clf_dir}")
