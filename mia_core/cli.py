@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+import numpy as np
 import typer
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="MIA Lens: was this text in a model's training data?")
@@ -100,6 +101,17 @@ def _load(model: str, device: str, dtype: str, allow_pickle: bool, trust_remote_
 
     typer.echo(f"loading model {model} …", err=True)
     return load_model(model, device=device, dtype=dtype, allow_pickle=allow_pickle, trust_remote_code=trust_remote_code)
+
+
+def _outside_gds_training(names: list[str], params: dict, texts: list[str]) -> np.ndarray:
+    """True for each text outside the GDS classifier's training split (all True without gds): a supervised
+    method's score on its own training rows is not a test, so every method is compared on the rest."""
+    if "gds" not in names or "classifier" not in params:
+        return np.ones(len(texts), dtype=bool)
+    from .gds import as_classifier
+
+    classifier = as_classifier(params["classifier"])
+    return np.array([not classifier.trained_on(t) for t in texts], dtype=bool)
 
 
 def _parse_params(pairs: list[str] | None) -> dict:
@@ -301,15 +313,23 @@ def evaluate_cmd(
     texts = data["text"].tolist()
     df = _score_frame(lm, texts, names, k=k, bos=bos, long_text=long_text, ref_model=ref_model, freq=freq, a=a, opts=opts,
                       params=_parse_params(param), where=where)
-    report = evaluate_frame(df[names], data["label"].to_numpy(), texts, n_boot=n_boot, seed=seed)
+    held_out = _outside_gds_training(names, _parse_params(param), texts)
+    if not held_out.all():
+        typer.echo(f"note: {int((~held_out).sum())} of {len(texts)} texts were in the GDS classifier's training split; "
+                   f"every method is evaluated on the other {int(held_out.sum())}", err=True)
+    report = evaluate_frame(df.loc[held_out, names], data["label"].to_numpy()[held_out],
+                            [t for t, keep in zip(texts, held_out) if keep], n_boot=n_boot, seed=seed)
     report["run"] = {"model": lm.name, "fingerprint": lm.fingerprint, "input": str(input), "methods": names,
                      "k": k, "bos": bos, "long_text": long_text, "ref_model": ref_model,
                      "freq": str(freq) if freq else None, "a": a, "params": _parse_params(param),
-                     "n_boot": n_boot, "seed": seed, "backend": backend}
+                     "n_boot": n_boot, "seed": seed, "backend": backend,
+                     "excluded_gds_training_rows": int((~held_out).sum())}
     output.write_text(json.dumps(_json_safe(report), indent=2))
     if scores_output is not None:
         df.insert(0, "label", data["label"].to_numpy())
         df.insert(0, "id", data["id"].to_numpy())
+        if not held_out.all():
+            df["in_gds_training_split"] = ~held_out
         df.to_csv(scores_output, index=False)
     typer.echo(format_report(report, names))
     if _is_named_set(input) and str(input) in DEMO_SET_NOTES:

@@ -251,6 +251,17 @@ def test_cli_fit_eval_and_score(memorised_dir, membership, tmp_path, monkeypatch
     got = pd.read_csv(tmp_path / "g.csv")
     assert got["id"].tolist() == scores["id"][:5].tolist()  # same fit and features as in eval
     np.testing.assert_allclose(got["gds"], scores["gds"][:5], rtol=1e-4, atol=1e-4)
+    # `mia eval` with the classifier leaves its training rows out, for every method
+    code, _, err = run_cli("eval", "--model", memorised_dir, "--input", src, "--output", tmp_path / "e.json",
+                           "--methods", "loss,gds", "--param", f"classifier={clf_dir}", "--n-boot", "200",
+                           "--scores-output", tmp_path / "e.csv")
+    assert code == 0, err
+    assert "40 of 80 texts were in the GDS classifier's training split" in err
+    evaluated = json.loads((tmp_path / "e.json").read_text())
+    assert evaluated["run"]["excluded_gds_training_rows"] == 40 and evaluated["n_members"] == 20
+    assert evaluated["gds"]["auroc"] == pytest.approx(report["gds"]["auroc"], abs=1e-6)  # the same held-out rows
+    rows = pd.read_csv(tmp_path / "e.csv")
+    assert sorted(rows.loc[~rows["in_gds_training_split"], "id"]) == sorted(scores["id"])
     code, _, err = run_cli("gds", "eval", "--model", memorised_dir, "--input", src, "--output", tmp_path / "x.json",
                            "--train-fraction", "1.5")
     assert code == 2 and err.strip() == "error: --train-fraction must be in (0, 1) (got 1.5)"
