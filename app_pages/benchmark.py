@@ -103,6 +103,7 @@ def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float, 
             bar.empty()
             st.error(f"GDS: {err}")
             return
+        st.session_state["gds_classifier"] = {"model": spec, "classifier": result.classifier}  # Explore offers it
         keep = result.test_idx
         data, scores = data.iloc[keep].reset_index(drop=True), scores.iloc[keep].reset_index(drop=True)
         scores["gds"] = result.test_scores

@@ -46,18 +46,34 @@ def label_and_cost(method: str) -> str:
     return f"{spec.label} ({spec.cost})"
 
 
+def session_classifier():
+    """The GDS classifier fitted on the Benchmark page in this session for the current model, if any."""
+    fitted = st.session_state.get("gds_classifier")
+    return fitted["classifier"] if fitted and fitted["model"] == st.session_state.get("model_spec") else None
+
+
 def method_ui() -> tuple[list[str], list[str], float]:
     """Up to two statistics-only methods side by side, methods that run the model again, and k."""
     methods = st.multiselect("Methods (two are shown side by side)", STATS_ONLY, default=["min_k_pp", "min_k"],
                              max_selections=2, format_func=lambda m: mia_core.METHODS[m].label, key="explore_methods")
-    extra = st.multiselect("Methods that run the model again (computed when you ask: they cost more)", EXTRA_PASSES,
-                           format_func=label_and_cost, key="explore_extra") if EXTRA_PASSES else []
+    offered = EXTRA_PASSES + (["gds"] if session_classifier() is not None else [])
+    extra = st.multiselect("Methods that run the model again (computed when you ask: they cost more)", offered,
+                           format_func=label_and_cost, key="explore_extra") if offered else []
+    if "gds" in offered:
+        st.caption(f"GDS uses the classifier fitted on the Benchmark page: {session_classifier().describe()}.")
+    else:
+        st.caption(f"{mia_core.METHODS['gds'].label} is supervised: fit it on the Benchmark page (for this model) "
+                   "and it appears here.")
     k = st.slider("k: fraction of tokens in the min-k% selection", 0.05, 1.0, 0.2, 0.05, key="explore_k")
     return methods, extra, k
 
 
 def method_params(method: str, k: float) -> dict:
-    return {"k": k} if "k" in mia_core.METHODS[method].param_names else {}
+    """k where the method takes one; GDS's classifier from this session."""
+    params = {"k": k} if "k" in mia_core.METHODS[method].param_names else {}
+    if "classifier" in mia_core.METHODS[method].needs:
+        params["classifier"] = session_classifier()
+    return params
 
 
 def draw_score(stats, method: str, score: mia_core.Score, decode) -> None:

@@ -283,3 +283,36 @@ def test_benchmark_page_gds_option():
     assert list(table["method"])[:2] == ["loss", "gds"] and table["AUROC"][:2].between(0, 1).all()
     notes = " ".join(i.value for i in at.info)
     assert "supervised" in notes and "12 texts" in notes and "28 held-out" in notes and "seed 0" in notes
+    fitted = at.session_state["gds_classifier"]  # kept for Explore, tied to the model it was fitted on
+    assert fitted["model"] == at.session_state["model_spec"] and fitted["classifier"].spec["split"]["n_train"] == 12
+
+
+@pytest.mark.integration
+def test_explore_offers_gds_once_benchmark_fitted_one():
+    """Explore lists GDS only with a classifier fitted in this session for the current model, and scores with it."""
+    from streamlit.testing.v1 import AppTest
+
+    from mia_core import load_model
+
+    lm = load_model("demo")
+    rng = np.random.default_rng(0)
+    y = np.array([1, 0] * 12)
+    features = rng.normal(size=(y.size, len(feature_names(lm.model)))) + y[:, None] * 0.5
+    split = split_record(y, np.arange(y.size), np.array([], int), None, train_fraction=1.0, seed=0, source="test")
+    classifier = fit_classifier(features, y, lm, settings=GdsSettings(), seed=0, split=split)
+    text = "The cat sat on the mat. A second line & more."
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=300).run()
+    at.switch_page("app_pages/explore.py").run()
+    assert not [o for o in at.multiselect(key="explore_extra").options if "GDS" in o]
+    assert any("fit it on the Benchmark page" in c.value for c in at.caption)
+    at.session_state["gds_classifier"] = {"model": at.session_state["model_spec"], "classifier": classifier}
+    at.text_area(key="explore_text").input(text).run()
+    at.button[0].click().run()
+    assert [o for o in at.multiselect(key="explore_extra").options if "GDS" in o]
+    at.multiselect(key="explore_extra").set_value(["gds"]).run()
+    at.button(key="explore_extra_run").click().run()
+    assert not at.exception
+    expected = classifier.log_odds(features_loop(lm, [text], GdsSettings()))[0]  # the one-text loop: independent
+    shown = {m.label: float(m.value) for m in at.metric}["GDS (supervised)"]
+    assert shown == pytest.approx(expected, abs=1e-3)
+    assert any("uses the classifier fitted on the Benchmark page" in c.value for c in at.caption)
