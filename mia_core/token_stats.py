@@ -73,12 +73,12 @@ class TokenStats:
 
 
 
-@torch.inference_mode()
 def stats_dtype(dtype: torch.dtype) -> torch.dtype:
     """Precision of logits and their statistics: float32 at least, float64 for a float64 model (exactness checks)."""
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
+@torch.inference_mode()
 def reduce_logits(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
     """Reduce a (rows, vocab) block of logits to per-row statistics, in float32 (float64 for float64 logits).
 
