@@ -310,10 +310,10 @@ def evaluate_cmd(
     opts = (device, dtype, allow_pickle, trust_remote_code)
     where = _backend(backend, ray_address, ray_actors, opts)
     lm = _load(model, *_driver_opts(opts, where))
-    texts = data["text"].tolist()
+    texts, params = data["text"].tolist(), _parse_params(param)
     df = _score_frame(lm, texts, names, k=k, bos=bos, long_text=long_text, ref_model=ref_model, freq=freq, a=a, opts=opts,
-                      params=_parse_params(param), where=where)
-    held_out = _outside_gds_training(names, _parse_params(param), texts)
+                      params=params, where=where)
+    held_out = _outside_gds_training(names, params, texts)
     if not held_out.all():
         typer.echo(f"note: {int((~held_out).sum())} of {len(texts)} texts were in the GDS classifier's training split; "
                    f"every method is evaluated on the other {int(held_out.sum())}", err=True)
@@ -321,7 +321,7 @@ def evaluate_cmd(
                             [t for t, keep in zip(texts, held_out) if keep], n_boot=n_boot, seed=seed)
     report["run"] = {"model": lm.name, "fingerprint": lm.fingerprint, "input": str(input), "methods": names,
                      "k": k, "bos": bos, "long_text": long_text, "ref_model": ref_model,
-                     "freq": str(freq) if freq else None, "a": a, "params": _parse_params(param),
+                     "freq": str(freq) if freq else None, "a": a, "params": params,
                      "n_boot": n_boot, "seed": seed, "backend": backend,
                      "excluded_gds_training_rows": int((~held_out).sum())}
     output.write_text(json.dumps(_json_safe(report), indent=2))
