@@ -62,8 +62,8 @@ def method_ui() -> tuple[list[str], list[str], float]:
     if "gds" in offered:
         st.caption(f"GDS uses the classifier fitted on the Benchmark page: {session_classifier().describe()}.")
     else:
-        st.caption(f"{mia_core.METHODS['gds'].label} is supervised: fit it on the Benchmark page (for this model) "
-                   "and it appears here.")
+        st.caption("GDS is supervised (an MLP learns from labelled texts): fit it on the Benchmark page for this "
+                   "model and it appears here.")
     k = st.slider("k: fraction of tokens in the min-k% selection", 0.05, 1.0, 0.2, 0.05, key="explore_k")
     return methods, extra, k
 
