@@ -17,11 +17,12 @@ from mia_core.audit.sources import read_books, read_calibration
 from mia_core.audit.store import ResultsStore, default_store_path
 from mia_core.heatmap import heatmap_html
 from mia_core.inputs import InputError
+from mia_core.methods import stats_only_methods
 from ui.jobs import job_state, start_scoring
 from ui.models import cached_model
 
 #: Book audits score every snippet with one method that needs only the target's statistics.
-AUDIT_METHODS = [name for name, spec in mia_core.METHODS.items() if spec.needs == ("stats",)]
+AUDIT_METHODS = stats_only_methods()
 BOOK_TYPES = ["txt", "md", "pdf", "epub", "zip", "csv", "jsonl"]
 
 

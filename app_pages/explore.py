@@ -12,12 +12,13 @@ import streamlit as st
 import mia_core
 from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.heatmap import heatmap_html
+from mia_core.methods import stats_only_methods
 from mia_core.methods.registry import lowest_k
 from ui.models import cached_model, cached_stats
 from ui.readings import reading
 
 #: Methods that need nothing but the target's statistics: switching between them is free.
-STATS_ONLY = [name for name, spec in mia_core.METHODS.items() if spec.needs == ("stats",)]
+STATS_ONLY = stats_only_methods()
 #: Methods that run the target model again: computed on request (they cost more), kept per session.
 EXTRA_PASSES = [name for name, spec in mia_core.METHODS.items()
                 if "lm" in spec.needs and set(spec.needs) <= {"stats", "lm"}]

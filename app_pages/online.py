@@ -9,10 +9,11 @@ from mia_core.audit.online import (
 )
 from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.heatmap import heatmap_html
+from mia_core.methods import stats_only_methods
 from ui.models import cached_model, cached_stats
 from ui.windows import window_figure
 
-STATS_ONLY = [name for name, spec in mia_core.METHODS.items() if spec.needs == ("stats",)]
+STATS_ONLY = stats_only_methods()
 SOURCES = {"text": "Paste or upload a text", "passages": "Two labelled passages",
            "demo": "Demo: non-member then member paragraphs (demo-wiki)"}
 CENTRES = {"min_k_pp": 0.0}

@@ -7,10 +7,11 @@ import mia_core
 from mia_core import datasets
 from mia_core.audit.unlearning import UnlearningParams, audit_unlearning
 from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
+from mia_core.methods import stats_only_methods
 from ui.models import BUILT_IN, cached_model
 from ui.windows import ratio_figure
 
-STATS_ONLY = [name for name, spec in mia_core.METHODS.items() if spec.needs == ("stats",)]
+STATS_ONLY = stats_only_methods()
 SHOWN = ["rank", "chunk_id", "ratio", "score_original", "score_unlearned", "n_words", "text"]
 
 

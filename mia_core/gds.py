@@ -29,7 +29,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .boundary import boundary_token_id
 from .demo_train import LORA_TARGETS
 from .forward import HEAD_CHUNK_ROWS, Segment, pack_batches, plain_head, stats_head
 from .identity import text_sha256
@@ -177,11 +176,10 @@ def lora_attached(model: nn.Module, settings: GdsSettings) -> Iterator[list[nn.M
 
 def encode(lm, texts: Sequence[str], settings: GdsSettings) -> list[list[int]]:
     """Token ids fed for each text: boundary token first under bos="auto" (as the core), truncated."""
-    boundary = boundary_token_id(lm.tokenizer) if settings.bos == "auto" else None
     limit = min(settings.max_tokens, lm.max_length)
     out = []
     for i, text in enumerate(texts):
-        ids = ([boundary] if boundary is not None else []) + lm._encode(str(text))[0]
+        ids = lm._with_boundary(lm._encode(str(text))[0], settings.bos)
         if len(ids) < 2:
             raise ValueError(f"text {i}: no token to score (empty text, or one token with bos='none')")
         out.append(ids[:limit])

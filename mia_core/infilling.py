@@ -60,9 +60,7 @@ def fed_ids(lm, stats: TokenStats) -> list[int]:
             f"infilling needs the text in one context window, but it has {stats.n_text_tokens} tokens "
             f"(context {lm.max_length}) and was scored in sliding windows; score it with "
             "long_text='truncate' (only the first context is scored) or split the text")
-    ids, _ = lm._encode(stats.text)
-    boundary = lm._boundary if stats.bos_policy == "auto" else None
-    full = ([boundary] if boundary is not None else []) + ids
+    full = lm._with_boundary(lm._encode(stats.text)[0], stats.bos_policy)
     if stats.long_text == "truncated":
         full = full[: lm.max_length]
     if len(full) != stats.n_scored + 1 or not np.array_equal(full[1:], stats.token_ids):

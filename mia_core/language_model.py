@@ -117,7 +117,7 @@ class LanguageModel:
         segments: list[Segment] = []
         flags = []
         for owner, (ids, _) in enumerate(encodings):
-            full = ([boundary] if boundary is not None else []) + ids
+            full = self._with_boundary(ids, bos)
             if len(full) < 2:  # nothing to score (empty text, or one token with no boundary)
                 windows, flag = [], "none"
             elif len(full) <= self.max_length:
@@ -152,6 +152,10 @@ class LanguageModel:
                     raise
                 torch.cuda.empty_cache()
                 budget = max(self.max_length, budget // 2)
+
+    def _with_boundary(self, ids: list[int], bos: str) -> list[int]:
+        """The ids a pass feeds for a text's ids: the document-boundary token first under bos="auto"."""
+        return ([self._boundary] if bos == "auto" and self._boundary is not None else []) + ids
 
     def _encode(self, text: str) -> tuple[list[int], list[tuple[int, int]] | None]:
         """Token ids with `add_special_tokens=True` and character offsets (where the tokenizer has them).

@@ -186,11 +186,11 @@ def test_members_score_higher_with_masked_lm_neighbours(membership, bert_dir):
     assert metrics.auroc(labels, values) > 0.7  # 0.83 (seeds 1, 2: 0.91, 0.85); loss: 0.99
 
 
-def test_cli_takes_a_masked_lm_path_as_a_parameter(bert_dir, tmp_path, monkeypatch, capsys):
+def test_cli_takes_a_masked_lm_path_as_a_parameter(bert_dir, tmp_path, monkeypatch):
+    from cli_runner import run_cli
     from tiny import tiny_llama, tiny_tokenizer
 
     from mia_core import load_model
-    from mia_core.cli import main
 
     monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
     model_dir = tmp_path / "tiny-model"
@@ -199,13 +199,9 @@ def test_cli_takes_a_masked_lm_path_as_a_parameter(bert_dir, tmp_path, monkeypat
     tok.save_pretrained(model_dir)
     texts = random_texts(3, seed=2)
     (tmp_path / "in.jsonl").write_text("\n".join(json.dumps({"text": t}) for t in texts))
-    monkeypatch.setattr("sys.argv", ["mia", "score", "--model", str(model_dir), "--input", str(tmp_path / "in.jsonl"),
-                                     "--output", str(tmp_path / "s.csv"), "--methods", "neighbor",
-                                     "--param", "n_neighbors=3", "--param", f"mask_model={bert_dir}"])
-    try:
-        main()
-    except SystemExit as exit_:
-        assert not exit_.code, capsys.readouterr().err
+    code, _, err = run_cli("score", "--model", model_dir, "--input", tmp_path / "in.jsonl", "--output", tmp_path / "s.csv",
+                           "--methods", "neighbor", "--param", "n_neighbors=3", "--param", f"mask_model={bert_dir}")
+    assert code == 0, err
     got = pd.read_csv(tmp_path / "s.csv")["neighbor"].to_numpy()
     expected = score_texts(load_model(str(model_dir)), texts, ["neighbor"], n_neighbors=3, mask_model=str(bert_dir))
     np.testing.assert_allclose(got, expected["neighbor"].to_numpy(), rtol=1e-6)

@@ -1,18 +1,16 @@
 """The Ray backend on a local Ray instance (2 CPUs, loopback): same scores as the local path, order, retries, CLI."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import os
 import subprocess
 import sys
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runner import run_cli
 from tiny import random_texts, tiny_llama, tiny_tokenizer
 
 import mia_core
@@ -20,7 +18,6 @@ from mia_core import ray_backend, ray_worker
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from mia_core.audit.sources import Book
 from mia_core.audit.store import ResultsStore
-from mia_core.cli import main
 from mia_core.ray_backend import RayOptions, WorkerError
 from mia_core.ray_worker import FAIL_ENV
 from mia_core.scoring import score_texts, text_stats
@@ -205,16 +202,6 @@ def test_cli_audit_and_score_on_the_cluster(cluster, driver_lm, model_dir, tmp_p
     assert scores["n_tokens"].tolist() == [s.n_scored for s in driver_lm.token_stats(texts["text"].tolist())]
 
 
-def run_cli(*args) -> tuple[int, str, str]:
-    """`mia ARGS…` in this process (so it uses this process's Ray instance); (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), mock.patch.object(sys, "argv", ["mia", *map(str, args)]):
-        try:
-            main()
-            code = 0
-        except SystemExit as exit_:
-            code = exit_.code or 0
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_cli_errors_without_ray_or_with_an_unknown_backend(model_dir, tmp_path, monkeypatch):

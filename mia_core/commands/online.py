@@ -14,15 +14,14 @@ import pandas as pd
 import typer
 
 from ..cli import (
-    BosOpt, DeviceOpt, DtypeOpt, KOpt, PickleOpt, RemoteCodeOpt, TextColumnOpt, _check_options, _error, _load,
+    BosOpt, DeviceOpt, DtypeOpt, KOpt, ModelOpt, PickleOpt, RemoteCodeOpt, TextColumnOpt, _check_options, _error, _load,
     _progress, _writable, app,
 )
-from .unlearning import stats_only_methods
 
 
 @app.command("audit-online")
 def audit_online_cmd(
-    model: str = typer.Option(..., "--model", help="'demo', a local folder, or a Hugging Face hub id"),
+    model: str = ModelOpt,
     input: Path = typer.Option(..., "--input", help=".txt/.md (one text), folder of .txt, .csv/.tsv/.jsonl/.json"),
     output: Path = typer.Option(..., "--output", help="CSV, one row per window"),
     window: int = typer.Option(32, "--window", help="scored tokens per window (the paper: 32)"),
@@ -41,6 +40,7 @@ def audit_online_cmd(
     """Sliding-window (online) detection: a score for every window of W tokens along each text."""
     from ..audit.online import OnlineParams, detect_online, join_passages, label_windows, window_auroc
     from ..inputs import read_labelled, read_texts
+    from ..methods import stats_only_methods
 
     if method not in stats_only_methods():
         _error(f"--method must need only the model's statistics: one of {', '.join(sorted(stats_only_methods()))}")

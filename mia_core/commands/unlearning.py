@@ -20,7 +20,7 @@ SHOWN = 10
 
 def check_audit_options(*, method: str, chunk_words: int, band: float) -> None:
     """Reject bad option values before any model is loaded."""
-    from ..methods import get_method
+    from ..methods import get_method, stats_only_methods
 
     if get_method(method).needs != ("stats",):
         _error(f"--method {method} needs more than the model's statistics; use one of: "
@@ -29,12 +29,6 @@ def check_audit_options(*, method: str, chunk_words: int, band: float) -> None:
         _error(f"--chunk-words must be at least 1 (got {chunk_words})")
     if not band > 1:
         _error(f"--band must be greater than 1 (got {band})")
-
-
-def stats_only_methods() -> list[str]:
-    from ..methods import METHODS
-
-    return [name for name, spec in METHODS.items() if spec.needs == ("stats",)]
 
 
 @app.command("audit-unlearning")

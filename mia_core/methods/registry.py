@@ -100,6 +100,11 @@ def register(name: str, *, label: str, summary: str, params: type = NoParams,
     return wrap
 
 
+def stats_only_methods() -> list[str]:
+    """Methods that need nothing but the target's statistics (cheap to redraw; usable per snippet, chunk or window)."""
+    return [name for name, spec in METHODS.items() if spec.needs == ("stats",)]
+
+
 def get_method(name: str) -> MethodSpec:
     """The registered method, or a KeyError listing the available names."""
     try:
