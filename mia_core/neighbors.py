@@ -34,10 +34,12 @@ from functools import lru_cache
 
 import numpy as np
 import torch
+from torch.nn import functional as F
 
+from .forward import plain_head, stats_head
 from .identity import text_sha256
 from .loading import ModelLoadError, check_weights, folder_fingerprint, resolve_folder
-from .token_stats import TokenStats
+from .token_stats import TokenStats, stats_dtype
 
 #: Candidates kept per swapped position (MIMIR reads the top 6, the original among them).
 CANDIDATES = 5
@@ -135,23 +137,24 @@ class SelfProposer:
 
     def units(self, stats: TokenStats) -> Units:
         """The scored tokens of the first window; logits row u predicts token u."""
-        tok = self.lm.tokenizer
         keep = self.lm.max_length - 1
-        first = (tok.convert_tokens_to_ids(stats.boundary_token) if stats.boundary_token is not None
-                 else tok(stats.text, add_special_tokens=True)["input_ids"][0])
+        fed = self.lm._with_boundary(self.lm._encode(stats.text)[0], stats.bos_policy)[: keep + 1]
         ids = stats.token_ids[:keep]
-        return Units(ids, stats.offsets[:keep], np.arange(len(ids)), [int(first), *map(int, ids)])
+        return Units(ids, stats.offsets[:keep], np.arange(len(ids)), [int(t) for t in fed])
 
     @torch.inference_mode()
     def log_probs(self, units: Units, rows: np.ndarray, generator: torch.Generator) -> torch.Tensor:
         """(len(rows), vocab) float32 log p(· | x_<t) from one forward pass."""
         ids = torch.tensor([units.input_ids[:-1]], device=self.lm.device)  # (1, T); the last token predicts nothing
         keep = torch.as_tensor(rows, device=self.lm.device)
-        try:
-            logits = self.lm.model(input_ids=ids, logits_to_keep=keep).logits[0]  # (rows, vocab)
-        except TypeError:  # architectures without `logits_to_keep`
-            logits = self.lm.model(input_ids=ids).logits[0, keep]
-        return torch.log_softmax(logits.float(), dim=-1)
+        split = plain_head(self.lm.model)
+        if split is not None:  # the head on the chosen rows only, float32 at least (as the core's statistics)
+            weight, bias = stats_head(split[1])
+            hidden = split[0](input_ids=ids, use_cache=False)[0][0, keep]  # (rows, H)
+            logits = F.linear(hidden.to(weight.dtype), weight, bias)
+        else:
+            logits = self.lm.model(input_ids=ids, use_cache=False).logits[0, keep]
+        return torch.log_softmax(logits.to(stats_dtype(logits.dtype)), dim=-1)  # (rows, vocab)
 
 
 @dataclass(frozen=True)

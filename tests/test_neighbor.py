@@ -148,6 +148,23 @@ def test_self_proposer_draws_from_the_top_of_p_never_the_true_token(llama_lm):
             assert s.new_id in best, (s, best)
 
 
+@pytest.mark.parametrize("bos", ["auto", "none"])
+def test_self_proposer_rows_equal_full_logits_with_and_without_a_plain_head(llama_lm, monkeypatch, bos):
+    """The proposer's log p rows are those of a full pass, whether it runs the head on the rows or the whole model."""
+    stats = llama_lm.token_stats([LONG_TEXT], bos=bos)[0]
+    units = SelfProposer(llama_lm).units(stats)
+    ids = llama_lm.tokenizer(LONG_TEXT)["input_ids"]
+    assert units.input_ids == ([llama_lm.tokenizer.convert_tokens_to_ids("<|endoftext|>")] if bos == "auto" else []) + ids
+    rows = np.array([0, 3, 7, len(units.ids) - 1])
+    with torch.no_grad():
+        full = torch.log_softmax(llama_lm.model(torch.tensor([units.input_ids[:-1]])).logits[0].double(), -1)[rows]
+    on_rows = SelfProposer(llama_lm).log_probs(units, rows, torch.Generator())
+    monkeypatch.setattr(neighbors, "plain_head", lambda model: None)  # an architecture without a plain head
+    whole = SelfProposer(llama_lm).log_probs(units, rows, torch.Generator())
+    for got in (on_rows, whole):
+        np.testing.assert_allclose(got.numpy(), full.numpy(), atol=1e-4, rtol=0)
+
+
 def test_small_vocabulary_falls_back_to_token_swaps(llama_lm):
     text = "Cathedral monsoon saffron quartz."  # the tiny 300-token BPE splits every word
     stats = llama_lm.token_stats([text])[0]
