@@ -37,7 +37,7 @@ def _inputs_for_one(needs: tuple[str, ...], stats: TokenStats, kwargs: dict) -> 
     """Pop the inputs a method needs out of kwargs, computing statistics where a model was given."""
     lm, ref_model = kwargs.pop("lm", None), kwargs.pop("ref_model", None)
     given = {key: kwargs.pop(key, None) for key in ("lowercase_stats", "ref_stats", "freq", "classifier")}
-    policy = {"bos": stats.bos_policy, "long_text": "truncate" if stats.long_text == "truncated" else "sliding"}
+    policy = stats.policies
     inputs = {}
     if "lowercase_stats" in needs:
         inputs["lowercase_stats"] = given["lowercase_stats"] or _require(lm, "lowercase", "lowercase_stats= or lm=").token_stats(

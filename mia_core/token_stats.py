@@ -65,6 +65,11 @@ class TokenStats:
         return int(self.token_ids.shape[0])
 
     @property
+    def policies(self) -> dict[str, str]:
+        """The `token_stats` policies that produced these statistics: for scoring related texts the same way."""
+        return {"bos": self.bos_policy, "long_text": "truncate" if self.long_text == "truncated" else "sliding"}
+
+    @property
     def scored_text(self) -> str:
         """The part of the text the scores cover: all of it, or the kept prefix when truncated."""
         if self.long_text != "truncated" or self.n_scored == 0:

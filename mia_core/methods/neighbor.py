@@ -67,8 +67,7 @@ def neighbor(stats: TokenStats, params: NeighborParams, *, lm) -> Score:
     found = make_neighbors(stats, proposer_for(params.mask_model, lm), n=int(params.n_neighbors),
                            swap_fraction=float(params.swap_fraction), seed=int(params.seed))
     texts = list(dict.fromkeys(nb.text for nb in found.neighbors))  # repeats are scored once
-    policy = "truncate" if stats.long_text == "truncated" else "sliding"
-    by_text = dict(zip(texts, lm.token_stats(texts, bos=stats.bos_policy, long_text=policy)))
+    by_text = dict(zip(texts, lm.token_stats(texts, **stats.policies)))
     for s in by_text.values():
         require_tokens(s)
     means = np.array([np.mean(by_text[nb.text].logprob, dtype=np.float64) for nb in found.neighbors])
