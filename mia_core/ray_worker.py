@@ -13,11 +13,10 @@ import json
 import numpy as np
 import pandas as pd
 
-from .token_stats import FLOAT_FIELDS, TokenStats
+from .token_stats import ARRAY_FIELDS, TokenStats, stats_from_parts, stats_parts
 
 #: Failure drill (read by the driver): comma-separated chunk numbers whose first attempt raises in the worker.
 FAIL_ENV = "MIA_LENS_RAY_FAIL_CHUNKS"
-_ARRAYS = ("token_ids", "offsets", "top1_id", "rank", *FLOAT_FIELDS)
 
 
 class ChunkWorker:
@@ -83,18 +82,16 @@ _TASK_FAILED = {
 
 def pack_stats(stats: TokenStats) -> bytes:
     """Per-token arrays and flags of one text as npz bytes (the text itself stays on the driver)."""
-    meta = {"tokens": stats.tokens, "bos_policy": stats.bos_policy, "first_token_scored": stats.first_token_scored,
-            "boundary_token": stats.boundary_token, "long_text": stats.long_text,
-            "n_text_tokens": stats.n_text_tokens, "vocab_width": stats.vocab_width}
+    arrays, meta = stats_parts(stats)
     buffer = io.BytesIO()
     meta_bytes = np.frombuffer(json.dumps(meta, ensure_ascii=False).encode(), np.uint8)  # UTF-8, not numpy's UTF-32
-    np.savez(buffer, meta=meta_bytes, **{name: getattr(stats, name) for name in _ARRAYS})
+    np.savez(buffer, meta=meta_bytes, **arrays)
     return buffer.getvalue()
 
 
 def unpack_stats(payload: bytes, text: str) -> TokenStats:
     """The `TokenStats` packed by `pack_stats`, for `text`."""
     with np.load(io.BytesIO(payload), allow_pickle=False) as data:
-        arrays = {name: data[name] for name in _ARRAYS}
+        arrays = {name: data[name] for name in ARRAY_FIELDS}
         meta = json.loads(data["meta"].tobytes().decode())
-    return TokenStats(text=text, tokens=meta.pop("tokens"), **arrays, **meta)
+    return stats_from_parts(text, arrays, meta)

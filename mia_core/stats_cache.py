@@ -15,9 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .identity import text_sha256
-from .token_stats import FLOAT_FIELDS, TokenStats
-
-_ARRAYS = ("token_ids", "offsets", "top1_id", "rank", *FLOAT_FIELDS)
+from .token_stats import ARRAY_FIELDS, TokenStats, stats_from_parts, stats_parts
 
 
 class StatsCache:
@@ -40,25 +38,17 @@ class StatsCache:
             return None
         try:
             with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in _ARRAYS}
+                arrays = {name: data[name] for name in ARRAY_FIELDS}
                 meta = json.loads(str(data["meta"]))
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # unreadable entry: a miss
             return None
-        return TokenStats(text=text, tokens=meta.pop("tokens"), **arrays, **meta)
+        return stats_from_parts(text, arrays, meta)
 
     def put(self, key: str, stats: TokenStats) -> None:
         """Store statistics atomically (write to a temporary file, then rename)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "tokens": stats.tokens,
-            "bos_policy": stats.bos_policy,
-            "first_token_scored": stats.first_token_scored,
-            "boundary_token": stats.boundary_token,
-            "long_text": stats.long_text,
-            "n_text_tokens": stats.n_text_tokens,
-            "vocab_width": stats.vocab_width,
-        }
+        arrays, meta = stats_parts(stats)
         tmp = path.with_name(f"{path.stem}.{uuid.uuid4().hex}.tmp.npz")  # unique per writer (threads too)
-        np.savez(tmp, meta=np.array(json.dumps(meta)), **{n: getattr(stats, n) for n in _ARRAYS})
+        np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
         tmp.replace(path)

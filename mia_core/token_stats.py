@@ -14,6 +14,10 @@ import torch
 LOGPROB_FLOOR = -1e4
 #: Per-token float arrays that a `TokenStats` carries, in storage order.
 FLOAT_FIELDS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
+#: Per-token array fields of `TokenStats` (sliced for a window, stored as arrays).
+ARRAY_FIELDS = ("token_ids", "offsets", "top1_id", "rank", *FLOAT_FIELDS)
+#: Per-text fields stored beside the arrays (the text itself is the key, kept by whoever stores them).
+META_FIELDS = ("tokens", "bos_policy", "first_token_scored", "boundary_token", "long_text", "n_text_tokens", "vocab_width")
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,16 @@ class TokenStats:
             return self.text
         return self.text[: int(self.offsets[:, 1].max())]
 
+
+
+def stats_parts(stats: TokenStats) -> tuple[dict[str, np.ndarray], dict]:
+    """(per-token arrays, per-text metadata) of statistics, for storing them without pickle."""
+    return {n: getattr(stats, n) for n in ARRAY_FIELDS}, {n: getattr(stats, n) for n in META_FIELDS}
+
+
+def stats_from_parts(text: str, arrays: dict[str, np.ndarray], meta: dict) -> TokenStats:
+    """The statistics `stats_parts` split up, for `text`."""
+    return TokenStats(text=text, **{n: arrays[n] for n in ARRAY_FIELDS}, **meta)
 
 
 def stats_dtype(dtype: torch.dtype) -> torch.dtype:

@@ -24,10 +24,8 @@ import pandas as pd
 from .. import metrics
 from ..methods import get_method
 from ..methods.registry import check_k
-from ..token_stats import TokenStats
+from ..token_stats import ARRAY_FIELDS, TokenStats
 
-#: TokenStats fields that are per-token arrays (sliced for a window).
-_ARRAYS = ("token_ids", "offsets", "logprob", "mu", "sigma", "top1_id", "top1_logprob", "entropy", "rank")
 WINDOW_COLUMNS = ["window", "token_start", "token_end", "n_tokens", "char_start", "char_end", "text", "score"]
 
 
@@ -88,7 +86,7 @@ def window_view(stats: TokenStats, start: int, end: int) -> TokenStats:
     offsets = stats.offsets[start:end].copy()
     real = offsets[:, 1] > offsets[:, 0]
     offsets[real] -= a  # specials keep (0, 0)
-    sliced = {name: getattr(stats, name)[start:end] for name in _ARRAYS}
+    sliced = {name: getattr(stats, name)[start:end] for name in ARRAY_FIELDS}
     return dataclasses.replace(stats, text=stats.text[a:b], tokens=list(stats.tokens[start:end]),
                                **{**sliced, "offsets": offsets}, n_text_tokens=end - start,
                                extra={"window": (start, end), "char_span": (a, b)})
