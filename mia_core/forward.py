@@ -9,7 +9,7 @@ model's own logits are reduced chunk-wise.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -85,12 +85,18 @@ def stats_head(head: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
 
 def pack_batches(segments: list[Segment], batch_tokens: int) -> list[list[int]]:
     """Indices of segments packed longest-first into batches of ≤ batch_tokens padded tokens."""
-    order = sorted(range(len(segments)), key=lambda i: -len(segments[i].ids))
+    return pack_lengths([len(s.ids) for s in segments], batch_tokens)
+
+
+def pack_lengths(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
+    """Indices of items of these lengths packed longest-first into batches of ≤ batch_tokens padded tokens
+    (an item longer than the budget alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batches: list[list[int]] = []
     for i in order:
         if batches:
             batch = batches[-1]
-            width = len(segments[batch[0]].ids)  # longest in the batch: sorted descending
+            width = lengths[batch[0]]  # longest in the batch: sorted descending
             if (len(batch) + 1) * width <= batch_tokens:
                 batch.append(i)
                 continue

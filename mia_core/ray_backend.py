@@ -19,6 +19,7 @@ from typing import Callable
 
 import pandas as pd
 
+from .forward import pack_lengths
 from .loading import DEMO_KNOWN_NAME, DEMO_NAME
 from .ray_worker import FAIL_ENV, ChunkWorker, unpack_stats
 from .token_stats import TokenStats
@@ -213,7 +214,7 @@ def token_stats(lm, texts: list[str], *, bos: str = "auto", long_text: str = "sl
         return []
     costs = [_cost(len(ids) + 1, lm.max_length, long_text) for ids in lm.tokenizer(texts)["input_ids"]]
     budget = options.chunk_tokens or (GPU_CHUNK_TOKENS if cluster_has_gpus(options) else CPU_CHUNK_TOKENS)
-    chunks = _chunks_by_tokens(costs, budget, texts)
+    chunks = [(ids, [texts[j] for j in ids]) for ids in pack_lengths(costs, budget)]
     job = {"task": "stats", "model": absolute_spec(options.model) if options.model else model_spec_of(lm),
            "fingerprint": lm.fingerprint, "load": options.model_options or model_options_of(lm),
            "bos": bos, "long_text": long_text}
@@ -241,18 +242,3 @@ def _cost(n_tokens: int, context: int, long_text: str) -> int:
     if n_tokens <= context:
         return n_tokens
     return context if long_text == "truncate" else 2 * n_tokens
-
-
-def _chunks_by_tokens(costs: list[int], budget: int, texts: list[str]) -> list[Chunk]:
-    """Indices sorted longest first, cut into consecutive chunks of at most `budget` padded tokens (≥ 1 text)."""
-    order = sorted(range(len(costs)), key=lambda i: -costs[i])
-    chunks: list[Chunk] = []
-    ids: list[int] = []
-    for i in order:
-        if ids and (len(ids) + 1) * costs[ids[0]] > budget:
-            chunks.append((ids, [texts[j] for j in ids]))
-            ids = []
-        ids.append(i)
-    if ids:
-        chunks.append((ids, [texts[j] for j in ids]))
-    return chunks
