@@ -12,10 +12,9 @@ import mia_core
 from mia_core.audit.books import verdict_key
 from mia_core.audit.figures import books_figure, calibration_figure, snippet_scores_figure
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit
-from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html
-from mia_core.audit.sources import read_books, read_calibration
+from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, snippet_heatmap
+from mia_core.audit.sources import read_books, read_calibration, write_uploads
 from mia_core.audit.store import ResultsStore, default_store_path
-from mia_core.heatmap import heatmap_html
 from mia_core.inputs import InputError
 from mia_core.methods import stats_only_methods
 from ui.jobs import job_state, start_scoring
@@ -46,13 +45,8 @@ def run_model(spec: str):
 
 
 def save_uploads(files, folder: Path) -> Path:
-    """Write uploaded files into `folder`; a single table or zip is returned as the path to read."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for upload in files:
-        (folder / Path(upload.name).name).write_bytes(upload.getvalue())
-    if len(files) == 1 and Path(files[0].name).suffix.lower() in (".zip", ".csv", ".jsonl"):
-        return folder / Path(files[0].name).name
-    return folder
+    """Replace `folder`'s contents with the uploaded files; a single table or zip is returned as the path to read."""
+    return write_uploads({upload.name: upload.getvalue() for upload in files}, folder)
 
 
 def sources_ui(workdir: Path):
@@ -194,7 +188,8 @@ def results_ui(run_id: str, analysis: AuditSettings) -> None:
     lm = run_model(run["model"])
     drill_down(result, run, lm)
     d1, d2, d3 = st.columns(3)
-    d1.download_button("Report (HTML)", report_html(result, lm), f"audit-{run_id}.html", "text/html", key="audit_dl_html")
+    d1.download_button("Report (HTML)", lambda: report_html(result, lm), f"audit-{run_id}.html", "text/html",
+                       key="audit_dl_html")  # built on click, not on every rerun
     d2.download_button("Books (CSV)", result.books[BOOK_CSV_COLUMNS].to_csv(index=False), "books.csv", "text/csv",
                        key="audit_dl_books")
     d3.download_button("Snippets (CSV)", result.snippets[SNIPPET_CSV_COLUMNS].to_csv(index=False), "snippets.csv",
@@ -210,18 +205,18 @@ def drill_down(result, run: dict, lm) -> None:
     st.plotly_chart(snippet_scores_figure(result.snippets[result.snippets["role"] == "audit"], book, result.calibration),
                     key="audit_book_scores")
     n_top = st.slider("Top snippets shown", 1, 10, 2, key="audit_top")
-    spec = mia_core.METHODS[run["method"]]
     rows = result.snippets[(result.snippets["role"] == "audit") & (result.snippets["book"] == book)].nlargest(n_top, "score")
     for snippet in rows.itertuples():
         st.markdown(f"Snippet {snippet.position} — score {snippet.score:.4g}" + (" (flagged)" if snippet.flagged else ""))
-        if lm is None:
-            st.text(snippet.text)
+        heatmap = None if lm is None else snippet_heatmap(lm, snippet.text, result.settings,
+                                                          f"audit-heatmap-{snippet.position}")
+        if heatmap is not None:
+            st.html(heatmap)
             continue
-        stats = lm.token_stats([snippet.text], bos=result.settings.bos, long_text="truncate")[0]
-        params = {k: v for k, v in run["params"].items() if k in spec.param_names}
-        score = mia_core.score(spec.name, stats, **params)
-        st.html(heatmap_html(stats, score.token_scores, score.selected, centre=0.0 if spec.name == "min_k_pp" else None,
-                             decode=lambda i: lm.tokenizer.decode([i]), element_id=f"audit-heatmap-{snippet.position}"))
+        if lm is not None:
+            st.caption(f"{mia_core.METHODS[run['method']].label} has no per-token view from the model's statistics "
+                       "alone; the snippet is shown as text.")
+        st.text(snippet.text)
 
 
 st.title("Book audit")

@@ -11,7 +11,7 @@ import streamlit as st
 
 import mia_core
 from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
-from mia_core.heatmap import heatmap_html
+from mia_core.heatmap import CENTRES, heatmap_html
 from mia_core.methods import stats_only_methods
 from mia_core.methods.registry import lowest_k
 from ui.models import cached_model, cached_stats
@@ -22,7 +22,6 @@ STATS_ONLY = stats_only_methods()
 #: Methods that run the target model again: computed on request (they cost more), kept per session.
 EXTRA_PASSES = [name for name, spec in mia_core.METHODS.items()
                 if "lm" in spec.needs and set(spec.needs) <= {"stats", "lm"}]
-CENTRES = {"min_k_pp": 0.0, "infilling": 0.0}
 SAMPLE = ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
           "foolishness, it was the epoch of belief, it was the epoch of incredulity.")
 

@@ -8,7 +8,7 @@ from mia_core.audit.online import (
     OnlineParams, demo_passages, join_passages, label_windows, window_auroc, window_scores, window_view,
 )
 from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
-from mia_core.heatmap import heatmap_html
+from mia_core.heatmap import CENTRES, heatmap_html
 from mia_core.methods import stats_only_methods
 from ui.models import cached_model, cached_stats
 from ui.windows import window_figure
@@ -16,7 +16,6 @@ from ui.windows import window_figure
 STATS_ONLY = stats_only_methods()
 SOURCES = {"text": "Paste or upload a text", "passages": "Two labelled passages",
            "demo": "Demo: non-member then member paragraphs (demo-wiki)"}
-CENTRES = {"min_k_pp": 0.0}
 
 
 def text_ui() -> tuple[str, list[tuple[int, int, int]] | None]:

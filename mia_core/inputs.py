@@ -18,7 +18,8 @@ import pandas as pd
 
 MAX_INPUT_BYTES = 200_000_000
 TEXT_SUFFIXES = (".txt", ".md")
-SUPPORTED = (".txt", ".md", ".csv", ".tsv", ".jsonl", ".json")
+TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json")
+SUPPORTED = TEXT_SUFFIXES + TABLE_SUFFIXES
 BINARY_SIGNATURES = (b"%PDF", b"\x89PNG", b"PK\x03\x04", b"\x1f\x8b", b"GIF8", b"\xff\xd8\xff",
                      b"\xd0\xcf\x11\xe0", b"BZh", b"7z\xbc\xaf", b"\x7fELF", b"\xfd7zXZ")
 
@@ -41,11 +42,12 @@ def _scalar(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _read_text_file(path: Path) -> str:
-    """Return a file's text after the size, emptiness, binary and UTF-8 checks."""
+def _read_text_file(path: Path, max_bytes: int | None = None) -> str:
+    """Return a file's text after the size (default `MAX_INPUT_BYTES`), emptiness, binary and UTF-8 checks."""
+    max_bytes = MAX_INPUT_BYTES if max_bytes is None else max_bytes
     size = path.stat().st_size
-    if size > MAX_INPUT_BYTES:
-        raise InputError(f"{path} is {size / 1e6:.1f} MB, over the {MAX_INPUT_BYTES / 1e6:.0f} MB input limit")
+    if size > max_bytes:
+        raise InputError(f"{path} is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB input limit")
     if size == 0:
         raise InputError(f"{path} is empty")
     data = path.read_bytes()
@@ -74,11 +76,11 @@ def _read_dir(path: Path) -> pd.DataFrame:
     return pd.DataFrame({"id": [p.name for p in files], "text": [_read_text_file(p) for p in files]})
 
 
-def _read_table(path: Path, content: str, sep: str, text_column: str) -> pd.DataFrame:
-    """Parse CSV/TSV; the text and id columns are read as str so a literal "NA" stays a text."""
+def _read_csv(path: Path, content: str, sep: str, str_columns: tuple[str, ...]) -> pd.DataFrame:
+    """Parse CSV/TSV; `str_columns` (text, id…) are read as str so a literal "NA" stays a text."""
     try:
         df = pd.read_csv(io.StringIO(content), sep=sep)
-        keep = [c for c in (text_column, "id") if c in df.columns]
+        keep = [c for c in dict.fromkeys(str_columns) if c in df.columns]
         if keep:
             raw = pd.read_csv(io.StringIO(content), sep=sep, usecols=keep, dtype=str, keep_default_na=False)
             if len(raw) != len(df):
@@ -144,11 +146,20 @@ def _load(path: Path, text_column: str) -> pd.DataFrame:
     if suffix not in SUPPORTED:
         raise InputError(f"{path}: unsupported file type '{suffix or '(none)'}' "
                          f"(supported: {', '.join(SUPPORTED)}, or a directory of .txt/.md files)")
-    content = _read_text_file(path)
     if suffix in TEXT_SUFFIXES:
-        return pd.DataFrame({"id": [path.name], "text": [content]})
+        return pd.DataFrame({"id": [path.name], "text": [_read_text_file(path)]})
+    return read_table(path, text_column=text_column)
+
+
+def read_table(path: Path, *, text_column: str = "text", str_columns: tuple[str, ...] = ("id",),
+               max_bytes: int | None = None) -> pd.DataFrame:
+    """A .csv/.tsv/.jsonl/.json file as a raw table (also for book tables); every problem is an InputError naming it."""
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise InputError(f"{path}: not a table (supported: {', '.join(TABLE_SUFFIXES)})")
+    content = _read_text_file(path, max_bytes)
     if suffix in (".csv", ".tsv"):
-        return _read_table(path, content, "\t" if suffix == ".tsv" else ",", text_column)
+        return _read_csv(path, content, "\t" if suffix == ".tsv" else ",", (text_column, *str_columns))
     reader = _read_jsonl if suffix == ".jsonl" else _read_json
     return reader(path, content, text_column)
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from mia_core.audit.snippets import book_snippets, split_words
-from mia_core.audit.sources import Book, read_books, read_calibration
+from mia_core.audit.sources import Book, read_books, read_calibration, write_uploads
 from mia_core.inputs import InputError
 
 
@@ -124,3 +124,28 @@ def test_duplicate_names_are_made_unique(tmp_path):
         (tmp_path / sub / "same.txt").write_text(words(5))
     books, _ = read_books(tmp_path)
     assert [b.name for b in books] == ["same", "same (2)"]
+
+
+def test_a_book_or_text_called_na_is_kept(tmp_path):
+    table = tmp_path / "books.csv"
+    table.write_text("book,text\nNA,first\nNA,NA\nb,other\n,orphan\n")
+    books, problems = read_books(table)
+    assert {b.name: b.text for b in books} == {"NA": "first\n\nNA", "b": "other"}
+    assert [p.book for p in problems] == ["(no name)"] and "empty 'book' cell" in problems[0].message
+
+
+@pytest.mark.parametrize("content", ['"just a string"', "42", "[1, 2]"])
+def test_a_json_file_that_is_not_a_table_is_an_input_error_naming_it(tmp_path, content):
+    path = tmp_path / "books.json"
+    path.write_text(content)
+    with pytest.raises(InputError, match="books.json"):
+        read_books(path)
+
+
+def test_uploads_replace_what_was_saved_before(tmp_path):
+    folder = tmp_path / "uploads"
+    assert write_uploads({"a.txt": b"one", "b.txt": b"two"}, folder) == folder
+    assert write_uploads({"b.txt": b"again"}, folder) == folder
+    assert [(p.name, p.read_bytes()) for p in folder.iterdir()] == [("b.txt", b"again")]
+    assert write_uploads({"sub/books.zip": b"PK"}, folder) == folder / "books.zip"  # a lone zip or table is read itself
+    assert [p.name for p in folder.iterdir()] == ["books.zip"]

@@ -14,7 +14,7 @@ import pytest
 from tiny import random_texts, tiny_llama, tiny_tokenizer
 
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_audit, run_scoring
-from mia_core.audit.report import report_html, write_report
+from mia_core.audit.report import report_html, snippet_heatmap, write_report
 from mia_core.audit.sources import Book
 from mia_core.audit.store import ResultsStore
 from mia_core.scoring import score_texts
@@ -116,6 +116,15 @@ def test_report_is_self_contained_and_escapes_book_text(library, tmp_path):
     assert len(pd.read_csv(paths["snippets"])) == len(result.snippets)
     assert page.count('class="mia-heatmap"') >= 1 and "Top snippets" in page  # token heatmaps of the top book
     assert "mia-heatmap" not in report_html(result)  # without the model: plain (escaped) snippet text
+
+
+def test_snippet_heatmap_only_for_methods_scored_from_the_statistics(library):
+    lm, _, audit = library
+    text = audit[0].text[:200]
+    heatmap = snippet_heatmap(lm, text, SETTINGS, "top 1")
+    assert 'class="mia-heatmap"' in heatmap and 'id="top-1"' in heatmap and "centre 0.00" in heatmap
+    for method in ("lowercase", "dc_pdd", "infilling"):  # they need more than the statistics (a CLI run may use them)
+        assert snippet_heatmap(lm, text, AuditSettings(method=method, params={}), "top") is None
 
 
 @pytest.fixture

@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from mia_core import datasets
+from mia_core.audit.jobs import AuditSettings, plan_audit
+from mia_core.audit.sources import read_books, read_calibration
 from mia_core.audit.store import ResultsStore
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -78,3 +82,28 @@ def test_audit_runs_in_the_background_and_a_new_session_reattaches(store_path):
     assert not fresh.exception, fresh.exception
     assert any(m.label == "Threshold" for m in fresh.metric)
     assert ResultsStore(store_path).runs()["n_scored"].iloc[0] == ResultsStore(store_path).progress(run_id)[1]
+
+
+def scored_cli_run(path: Path, method: str) -> str:
+    """A finished run of the demo books as the CLI could store it, with made-up scores (members higher)."""
+    store = ResultsStore(path)
+    settings = AuditSettings(method=method, params={}, snippet_words=64, max_snippets_per_book=1, n_boot=50)
+    run_id = plan_audit(store, SimpleNamespace(fingerprint="cli"), "demo-known", read_books("demo-books")[0],
+                        read_calibration("demo-books")[0], settings)
+    planned = store.pending(run_id)
+    noise = np.random.default_rng(0).normal(0, 0.1, len(planned))
+    scores = planned[["snippet_id"]].assign(score=planned["label"].astype(float).fillna(0.5).to_numpy() + noise,
+                                            n_tokens=64, truncated=False)
+    store.write_scores(run_id, scores, fingerprint="cli", method=method, params={}, code_version="test", session="test")
+    return run_id
+
+
+def test_a_run_whose_method_has_no_token_view_shows_its_snippets_as_text(store_path):
+    run_id = scored_cli_run(store_path, "lowercase")  # needs a lowercased pass: no heatmap from the statistics
+    at = audit_page()
+    at.session_state["audit_run_id"] = run_id
+    at.run()
+    assert not at.exception, at.exception
+    assert any("no per-token view" in c.value for c in at.caption)
+    assert not any('class="mia-heatmap"' in h.proto.body for h in at.get("html"))
+    assert len(at.get("download_button")) == 3

@@ -6,7 +6,7 @@ they can reattach to a run by id after a rerun, a reload, or when the run was st
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import streamlit as st
 
@@ -20,7 +20,6 @@ class JobThread:
 
     thread: threading.Thread
     error: str | None = None
-    done: threading.Event = field(default_factory=threading.Event)
 
 
 @st.cache_resource(show_spinner=False)
@@ -41,8 +40,6 @@ def start_scoring(store: ResultsStore, run_id: str, lm) -> JobThread:
             run_scoring(store, run_id, lm)
         except Exception as err:  # shown on the page; the store keeps every finished score
             job.error = f"{type(err).__name__}: {err}"
-        finally:
-            job.done.set()
 
     job = JobThread(threading.Thread(target=work, name=f"audit-{run_id}", daemon=True))
     threads[run_id] = job

@@ -120,7 +120,7 @@ def calibrate(scores, labels, books, *, rule: str = "fpr", target_fpr: float = 0
     pred_fpr = predictive_rates(s[nonmember], g[nonmember], threshold, book_sd, n_boot, rng)
     with warnings.catch_warnings():  # its warnings are kept in `Calibration.warnings`
         warnings.simplefilter("ignore")
-        evaluation = metrics.evaluate(y, s, n_boot=auroc_boot or n_boot, seed=seed, groups=g, ci=ci, fprs=(target_fpr,))
+        evaluation = metrics.evaluate(y, s, n_boot=auroc_boot or n_boot, seed=seed, groups=g, ci=ci, fprs=())
     roc_fpr, roc_tpr, _ = metrics.roc_curve(y, s)
     n_books = (len(set(g[member])), len(set(g[nonmember])))
     cal = Calibration(
@@ -152,5 +152,5 @@ def _warnings(cal: Calibration, evaluation_warnings: list[str]) -> list[str]:
     if max(cal.n_member_books, cal.n_nonmember_books) < 2:
         notes.append("with one book per class the spread between books cannot be estimated; the prevalence "
                      "intervals ignore it and are too narrow")
-    notes += [w for w in evaluation_warnings if "TPR@" not in w]
+    notes += evaluation_warnings
     return notes

@@ -195,8 +195,8 @@ def score_snippets(lm, texts: list[str], settings: AuditSettings) -> pd.DataFram
 
     params = dict(settings.params)
     k = params.pop("k", 0.2)
-    df = score_texts(lm, texts, [settings.method], k=k, bos=settings.bos, long_text="truncate", **params)
-    stats = lm.token_stats(texts, bos=settings.bos, long_text="truncate")  # cached by score_texts: no model call
+    stats = lm.token_stats(texts, bos=settings.bos, long_text="truncate")
+    df = score_texts(lm, texts, [settings.method], k=k, bos=settings.bos, long_text="truncate", stats=stats, **params)
     return pd.DataFrame({"score": df[settings.method].to_numpy(dtype=float),
                          "n_tokens": [s.n_scored for s in stats],
                          "truncated": [s.long_text == "truncated" for s in stats]})

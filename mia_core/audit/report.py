@@ -14,16 +14,16 @@ import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from ..heatmap import heatmap_html
+from ..heatmap import CENTRES, heatmap_html
 from ..methods import get_method
-from .books import verdict_key
+from ..methods.registry import MethodSpec
+from .books import BOOK_COLUMNS, verdict_key
 from .figures import books_figure, calibration_figure
-from .jobs import AuditResult
+from .jobs import AuditResult, AuditSettings
 
 #: Snippets shown per flagged book, highest score first.
 TOP_SNIPPETS = 3
-BOOK_CSV_COLUMNS = ["book", "n_snippets", "rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo", "prevalence_hi",
-                    "mean_score", "p_value", "p_adj", "verdict", "verdict_fpr"]
+BOOK_CSV_COLUMNS = BOOK_COLUMNS
 SNIPPET_CSV_COLUMNS = ["snippet_id", "book", "role", "label", "position", "n_words", "n_tokens", "truncated", "score",
                        "flagged", "text"]
 STYLE = """
@@ -90,7 +90,8 @@ def write_report(result: AuditResult, output_dir: str | Path, lm=None) -> dict[s
 def _summary(result: AuditResult, flagged: list[str]) -> str:
     cal = result.calibration
     n = len(result.books)
-    strong = [b for b in flagged if verdict_key(*_row(result, b, "p_adj", "prevalence_lo"), cal) == "evidence"]
+    books = result.books.set_index("book")
+    strong = [b for b in flagged if verdict_key(books.at[b, "p_adj"], books.at[b, "prevalence_lo"], cal) == "evidence"]
     text = (f"{n} book{'s' if n != 1 else ''} audited. {len(strong)} show{'s' if len(strong) == 1 else ''} evidence "
             f"consistent with training on the book (Benjamini–Hochberg-adjusted p &lt; 0.05 and a prevalence interval "
             f"above 0), at a threshold that flags {cal.fpr:.1%} of the calibration's non-member snippets.")
@@ -98,11 +99,6 @@ def _summary(result: AuditResult, flagged: list[str]) -> str:
         text = "<b>The method does not separate the calibration books, so no verdict is given.</b> " + text
     warnings = "".join(f"<li>{_e(w)}</li>" for w in cal.warnings)
     return f"<p>{text}</p>" + (f"<div class='warn'><b>Read with care:</b><ul>{warnings}</ul></div>" if warnings else "")
-
-
-def _row(result: AuditResult, book: str, *columns: str) -> tuple:
-    row = result.books.set_index("book").loc[book]
-    return tuple(row[c] for c in columns)
 
 
 def _rule(settings) -> str:
@@ -151,7 +147,7 @@ def _snippets_section(result: AuditResult, flagged: list[str], lm) -> str:
             "No book was flagged. For inspection, the highest-scoring snippets of the top-ranked book")
     parts = ["<h2>Top snippets</h2><p class='note'>" + lead
              + (f", coloured by the per-token {_e(spec.label)} scores (outlined: tokens in the sequence score; hover "
-                "for log-probabilities)." if lm is not None and spec.token_level else ".") + "</p>"]
+                "for log-probabilities)." if lm is not None and _has_heatmap(spec) else ".") + "</p>"]
     audit = result.snippets[result.snippets["role"] == "audit"]
     for book in shown:
         top = audit[audit["book"] == book].nlargest(TOP_SNIPPETS, "score")
@@ -163,19 +159,29 @@ def _snippets_section(result: AuditResult, flagged: list[str], lm) -> str:
 
 
 def _snippet_body(text: str, result: AuditResult, lm, element_id: str) -> str:
-    """A token heatmap of the snippet when the model is at hand (statistics come from the cache), else its text."""
-    spec = get_method(result.settings.method)
-    if lm is None or not spec.token_level or spec.needs != ("stats",):
-        return f"<div style='white-space:pre-wrap'>{_e(text)}</div>"
+    """A token heatmap of the snippet when the model is at hand and the method has one, else its text."""
+    heatmap = snippet_heatmap(lm, text, result.settings, element_id) if lm is not None else None
+    return heatmap if heatmap is not None else f"<div style='white-space:pre-wrap'>{_e(text)}</div>"
+
+
+def snippet_heatmap(lm, text: str, settings: AuditSettings, element_id: str) -> str | None:
+    """The snippet's token heatmap from the target's (cached) statistics; None when the method has no such view."""
+    spec = get_method(settings.method)
+    if not _has_heatmap(spec):
+        return None
     from ..scoring import score
 
-    stats = lm.token_stats([text], bos=result.settings.bos, long_text="truncate")[0]
-    params = {k: v for k, v in result.settings.params.items() if k in spec.param_names}
+    stats = lm.token_stats([text], bos=settings.bos, long_text="truncate")[0]
+    params = {k: v for k, v in settings.params.items() if k in spec.param_names}
     s = score(spec.name, stats, **params)
     safe_id = "".join(c if c.isalnum() or c in "-_" else "-" for c in element_id)
     decode = lambda i: lm.tokenizer.decode([i])  # noqa: E731
-    return heatmap_html(stats, s.token_scores, s.selected, centre=0.0 if spec.name == "min_k_pp" else None,
-                        decode=decode, element_id=safe_id)
+    return heatmap_html(stats, s.token_scores, s.selected, centre=CENTRES.get(spec.name), decode=decode, element_id=safe_id)
+
+
+def _has_heatmap(spec: MethodSpec) -> bool:
+    """Whether the method's token scores come from the target's statistics alone (lowercase, dc_pdd… need more)."""
+    return spec.token_level and spec.needs == ("stats",)
 
 
 def _problems_section(result: AuditResult) -> str:

@@ -26,12 +26,18 @@ class Snippet:
     n_words: int
 
 
+def word_chunks(text: str, words: int) -> list[tuple[int, int, int]]:
+    """(char_start, char_end, n_words) of consecutive `words`-word chunks of `text`; the last may be shorter."""
+    if words < 1:
+        raise ValueError(f"chunk size must be at least 1 word (got {words})")
+    spans = [m.span() for m in _WORD.finditer(text)]
+    return [(spans[i][0], spans[min(i + words, len(spans)) - 1][1], min(words, len(spans) - i))
+            for i in range(0, len(spans), words)]
+
+
 def split_words(text: str, words: int = 512) -> list[str]:
     """Consecutive `words`-word pieces of `text`, cut in the original string; a shorter tail is dropped."""
-    if words < 1:
-        raise ValueError(f"snippet size must be at least 1 word (got {words})")
-    spans = [m.span() for m in _WORD.finditer(text)]
-    return [text[spans[i][0]:spans[i + words - 1][1]] for i in range(0, len(spans) - words + 1, words)]
+    return [text[a:b] for a, b, n in word_chunks(text, words) if n == words]
 
 
 def spread_positions(n: int, limit: int | None) -> list[int]:

@@ -5,22 +5,18 @@ source with no usable book at all is an error. Calibration sets also carry a mem
 """
 from __future__ import annotations
 
-import io
-import json
+import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-import pandas as pd
-
 from ..documents import SUFFIXES as DOCUMENT_SUFFIXES
 from ..documents import DocumentError, document_text
-from ..inputs import InputError
+from ..inputs import TABLE_SUFFIXES, InputError, read_table
 
 #: Largest single book file, and largest folder/zip/table, read (bytes).
 MAX_BOOK_BYTES = 50_000_000
 MAX_SOURCE_BYTES = 2_000_000_000
-TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json")
 #: Folder names that label the books inside them in a calibration folder or zip.
 LABEL_FOLDERS = {"members": 1, "member": 1, "non_members": 0, "non-members": 0, "nonmembers": 0, "non_member": 0}
 DEMO_SETS = ("demo-books",)
@@ -141,9 +137,7 @@ def _label_of(parts: tuple[str, ...]) -> int | None:
 
 def _table_books(path: Path) -> tuple[list[Book], list[Problem]]:
     """Rows grouped by `book` in file order, their `text` joined by blank lines; `label` if present."""
-    if path.stat().st_size > MAX_SOURCE_BYTES:
-        raise InputError(f"{path}: over the {MAX_SOURCE_BYTES / 1e9:.0f} GB limit")
-    df = _read_table(path)
+    df = read_table(path, str_columns=("book",), max_bytes=MAX_SOURCE_BYTES)
     missing = [c for c in ("book", "text") if c not in df.columns]
     if missing:
         raise InputError(f"{path}: needs columns 'book' and 'text' (missing {', '.join(missing)}; "
@@ -152,7 +146,9 @@ def _table_books(path: Path) -> tuple[list[Book], list[Problem]]:
     for name, rows in df.groupby(df["book"].astype(str), sort=False):
         text = "\n\n".join(str(t) for t in rows["text"] if isinstance(t, str) and t.strip())
         labels = set(rows["label"].dropna().tolist()) if "label" in rows else set()
-        if len(labels) > 1:
+        if not name.strip():
+            problems.append(Problem("(no name)", f"{path}: {len(rows)} row(s) with an empty 'book' cell; name every book"))
+        elif len(labels) > 1:
             problems.append(Problem(name, f"{path}: book {name!r} has rows with different labels {sorted(labels)}"))
         elif labels and not labels <= {0, 1, "0", "1"}:
             problems.append(Problem(name, f"{path}: book {name!r} has label {labels.pop()!r}; labels must be 0 or 1"))
@@ -161,20 +157,6 @@ def _table_books(path: Path) -> tuple[list[Book], list[Problem]]:
         else:
             books.append(Book(name, text, str(path), int(labels.pop()) if labels else None))
     return books, problems
-
-
-def _read_table(path: Path) -> pd.DataFrame:
-    """A CSV/TSV/JSONL/JSON table, text read as str; unreadable → InputError naming the file."""
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".csv", ".tsv"):
-            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype={"book": str, "text": str})
-        if suffix == ".jsonl":
-            return pd.read_json(path, lines=True, dtype={"book": str, "text": str})
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return pd.DataFrame(data if isinstance(data, list) else data.get("data", data))
-    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as err:
-        raise InputError(f"{path}: not a readable {suffix[1:].upper()} table ({str(err).splitlines()[0][:120]})") from None
 
 
 def _demo_books(name: str, role: str) -> list[Book]:
@@ -197,10 +179,12 @@ def _unique(books: list[Book], problems: list[Problem]) -> tuple[list[Book], lis
     return out, problems
 
 
-def zip_of(files: dict[str, bytes]) -> bytes:
-    """A zip archive in memory from {name: bytes} (used by pages to hand uploads to `read_books`)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
+def write_uploads(files: dict[str, bytes], folder: Path) -> Path:
+    """Make `folder` hold exactly `files` (a removed upload is not read again); returns a lone table/zip, else the folder."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, data in files.items():
+        (folder / Path(name).name).write_bytes(data)
+    if len(files) == 1 and Path(next(iter(files))).suffix.lower() in (".zip", ".csv", ".jsonl"):
+        return folder / Path(next(iter(files))).name
+    return folder

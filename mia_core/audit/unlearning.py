@@ -29,7 +29,6 @@ The paper follows suspects up with story-completion and question-answering probe
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -39,8 +38,8 @@ import pandas as pd
 from ..methods import get_method
 from ..methods.registry import check_k
 from ..scoring import score_texts
+from .snippets import word_chunks
 
-_WORD = re.compile(r"\S+")
 COLUMNS = ["rank", "chunk_id", "source", "chunk", "n_words", "char_start", "char_end", "text",
            "score_original", "score_unlearned", "ratio", "abs_log_ratio", "suspect"]
 
@@ -72,15 +71,6 @@ class UnlearningParams:
                              "the unlearning audit takes a method that needs only the model's statistics")
 
 
-def chunk_text(text: str, chunk_words: int) -> list[tuple[int, int, int]]:
-    """(char_start, char_end, n_words) of consecutive chunks of `chunk_words` words; [] for a blank text."""
-    if chunk_words < 1:
-        raise ValueError(f"chunk_words must be at least 1 (got {chunk_words})")
-    spans = [m.span() for m in _WORD.finditer(text)]
-    return [(spans[i][0], spans[min(i + chunk_words, len(spans)) - 1][1], min(chunk_words, len(spans) - i))
-            for i in range(0, len(spans), chunk_words)]
-
-
 def make_chunks(texts: Sequence[str], *, chunk_words: int = 512, sources: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per chunk: chunk_id ("source#i"), source, chunk (index within its text), n_words, char span, text."""
     sources = [str(i + 1) for i in range(len(texts))] if sources is None else [str(s) for s in sources]
@@ -88,7 +78,7 @@ def make_chunks(texts: Sequence[str], *, chunk_words: int = 512, sources: Sequen
         raise ValueError(f"{len(sources)} sources for {len(texts)} texts")
     rows = [{"chunk_id": f"{source}#{i}", "source": source, "chunk": i, "n_words": n, "char_start": a,
              "char_end": b, "text": text[a:b]}
-            for text, source in zip(texts, sources) for i, (a, b, n) in enumerate(chunk_text(text, chunk_words))]
+            for text, source in zip(texts, sources) for i, (a, b, n) in enumerate(word_chunks(text, chunk_words))]
     if not rows:
         raise ValueError("no words to audit: every text is empty")
     return pd.DataFrame(rows, columns=["chunk_id", "source", "chunk", "n_words", "char_start", "char_end", "text"])

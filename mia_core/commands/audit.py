@@ -47,6 +47,7 @@ def audit_books_cmd(
     ray_actors: Optional[int] = RayActorsOpt,
 ) -> None:
     """Audit books: contamination rate, prevalence and a test per book, against calibration books."""
+    from ..audit.calibration import RULES
     from ..audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
     from ..audit.report import write_report
     from ..audit.sources import read_books, read_calibration
@@ -58,8 +59,8 @@ def audit_books_cmd(
     spec = get_method(method)
     if set(spec.needs) - AUDIT_NEEDS:
         _error(f"method {method} needs {', '.join(sorted(set(spec.needs) - AUDIT_NEEDS))}, which book audits do not supply")
-    if rule not in ("fpr", "accuracy"):
-        _error(f"--rule must be fpr or accuracy (got {rule!r})")
+    if rule not in RULES:
+        _error(f"--rule must be {' or '.join(RULES)} (got {rule!r})")
     if not 0 < target_fpr < 1:
         _error(f"--target-fpr must be between 0 and 1 (got {target_fpr})")
     if snippet_words < 1 or batch_snippets < 1 or (max_snippets_per_book is not None and max_snippets_per_book < 1):
