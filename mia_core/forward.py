@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .fused_stats import fused_available, fused_reduce
 from .token_stats import reduce_logits, stats_dtype
 
 #: Architectures whose logits are exactly `lm_head(last_hidden_state)` (no soft-capping or scaling).
@@ -28,6 +29,10 @@ PLAIN_HEAD_TYPES = frozenset(
 HEAD_CHUNK_ROWS = 512
 #: Rows reduced at once: small enough for the float32 temporaries to stay in the CPU's cache.
 REDUCE_CHUNK_ROWS = 64
+#: On CUDA, float32 logits per head chunk (1 GiB of scratch): big matmuls, few launches.
+CUDA_HEAD_CHUNK_ELEMENTS = 1 << 28
+#: Use the fused one-pass Triton reduction where it is available (benches switch it off to compare).
+USE_FUSED_REDUCTION = True
 
 Progress = Callable[[int, int], None]
 
@@ -81,6 +86,57 @@ def stats_head(head: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
         cached = (head.weight.float(), bias)
         head._mia_float32 = cached
     return cached
+
+
+def head_chunk_rows(device: torch.device, vocab: int) -> int:
+    """Rows of logits per head matmul: `HEAD_CHUNK_ROWS` on CPU, about 1 GiB of float32 logits on CUDA."""
+    if device.type != "cuda":
+        return HEAD_CHUNK_ROWS
+    return max(HEAD_CHUNK_ROWS, min(16384, CUDA_HEAD_CHUNK_ELEMENTS // max(1, vocab)))
+
+
+def head_logits(hidden: torch.Tensor, head: nn.Linear) -> torch.Tensor:
+    """Logits of hidden rows (rows, H) under a linear head, in float32 at least (float64 for float64 models).
+
+    bf16/fp16 weights on CUDA: one tensor-core matmul with float32 accumulation and float32 output
+    (products of two bf16 numbers are exact in float32, so this is a float32 head without a float32
+    copy of the weight); elsewhere the head's float32 copy (`stats_head`).
+    """
+    weight = head.weight
+    if weight.is_cuda and weight.dtype in (torch.bfloat16, torch.float16) and _mm_out_dtype_works(weight.device):
+        logits = torch.mm(hidden.to(weight.dtype), weight.t(), out_dtype=torch.float32)
+        return logits if head.bias is None else logits.add_(head.bias.float())
+    weight, bias = stats_head(head)
+    return F.linear(hidden.to(weight.dtype), weight, bias)
+
+
+_MM_OUT_DTYPE: dict[str, bool] = {}
+
+
+def _mm_out_dtype_works(device: torch.device) -> bool:
+    """Whether this torch build has `torch.mm(..., out_dtype=float32)` for half inputs on this device (asked once)."""
+    key = str(device)
+    if key not in _MM_OUT_DTYPE:
+        probe = torch.ones((2, 2), dtype=torch.bfloat16, device=device)
+        try:
+            _MM_OUT_DTYPE[key] = torch.mm(probe, probe, out_dtype=torch.float32).dtype == torch.float32
+        except (TypeError, RuntimeError, NotImplementedError):
+            _MM_OUT_DTYPE[key] = False
+    return _MM_OUT_DTYPE[key]
+
+
+def reduce_rows(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
+    """`reduce_logits` of a block of rows: the fused one-pass kernel on CUDA float32 logits, else chunk-wise."""
+    if logits.dtype in (torch.bfloat16, torch.float16):
+        logits = logits.float()
+    if USE_FUSED_REDUCTION and logits.dtype == torch.float32 and fused_available(logits.device):
+        return fused_reduce(logits, targets)
+    step = REDUCE_CHUNK_ROWS if logits.device.type == "cpu" else max(REDUCE_CHUNK_ROWS, logits.shape[0] // 4)
+    parts: dict[str, list[torch.Tensor]] = {}
+    for sub in range(0, logits.shape[0], step):
+        for key, value in reduce_logits(logits[sub : sub + step], targets[sub : sub + step]).items():
+            parts.setdefault(key, []).append(value)
+    return {key: torch.cat(values) for key, values in parts.items()}
 
 
 def pack_batches(segments: list[Segment], batch_tokens: int) -> list[list[int]]:
@@ -151,20 +207,20 @@ def _batch_stats(model, split, input_ids, mask, rows, targets) -> dict[str, np.n
         backbone, head = split
         hidden = backbone(input_ids=input_ids, attention_mask=mask, use_cache=False)[0]  # (b, T, H)
         flat = hidden.reshape(-1, hidden.shape[-1])[rows]  # (rows, H)
-        weight, bias = stats_head(head)
         # the head runs in float32 even for bf16/fp16 models: bf16 logits are too coarse for log-probs
-        logits_of = lambda sl: F.linear(flat[sl].to(weight.dtype), weight, bias)  # noqa: E731  (rows, vocab)
+        logits_of = lambda sl: head_logits(flat[sl], head)  # noqa: E731  (rows, vocab)
+        vocab = head.weight.shape[0]
     else:
         logits = model(input_ids=input_ids, attention_mask=mask, use_cache=False).logits  # (b, T, V)
         flat = logits.reshape(-1, logits.shape[-1])
         logits_of = lambda sl: flat[rows[sl]]  # noqa: E731
+        vocab = logits.shape[-1]
     parts: dict[str, list[torch.Tensor]] = {}
-    for begin in range(0, rows.shape[0], HEAD_CHUNK_ROWS):
-        logits = logits_of(slice(begin, begin + HEAD_CHUNK_ROWS))  # (≤ HEAD_CHUNK_ROWS, vocab)
-        for sub in range(0, logits.shape[0], REDUCE_CHUNK_ROWS):
-            sl = slice(sub, sub + REDUCE_CHUNK_ROWS)
-            for key, value in reduce_logits(logits[sl], targets[begin + sub : begin + sub + REDUCE_CHUNK_ROWS]).items():
-                parts.setdefault(key, []).append(value)
+    step = head_chunk_rows(input_ids.device, vocab)
+    for begin in range(0, rows.shape[0], step):
+        logits = logits_of(slice(begin, begin + step))  # (≤ step, vocab)
+        for key, value in reduce_rows(logits, targets[begin : begin + step]).items():
+            parts.setdefault(key, []).append(value)
     if not parts:  # a batch with nothing to score (one-token texts)
         empty = {k: np.empty(0, np.float32) for k in ("logprob", "mu", "sigma", "top1_logprob", "entropy")}
         return {**empty, "top1_id": np.empty(0, np.int64), "rank": np.empty(0, np.int64)}

@@ -201,7 +201,7 @@ def features_loop(lm, texts: Sequence[str], settings: GdsSettings = GdsSettings(
                 layer.weight.grad = None
             loss.backward()
             rows.append(torch.cat([matrix_features(layer.weight.grad.T) for layer in layers]))  # G = (r, h)
-    return torch.stack(rows).numpy() if rows else np.empty((0, 0))
+    return torch.stack(rows).cpu().numpy() if rows else np.empty((0, 0))
 
 
 def gradient_features(lm, texts: Sequence[str], settings: GdsSettings = GdsSettings(), *,

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from transformers.cache_utils import DynamicLayer
 
-from .forward import HEAD_CHUNK_ROWS, REDUCE_CHUNK_ROWS, plain_head, stats_head
+from .forward import head_chunk_rows, head_logits, plain_head, reduce_rows
 from .token_stats import TokenStats, reduce_logits
 
 NORMALIZATIONS = ("position", "anchor")
@@ -150,16 +150,13 @@ def primed_fast(lm, full: list[int], branches: list[Branch], *,
         out = body(input_ids=ids, position_ids=positions, attention_mask=mask, past_key_values=cache, use_cache=True)
         cache.crop(-ids.shape[1])  # back to the shared prefix for the next chunk
         if split is not None:
-            weight, bias = stats_head(split[1])
             hidden = out[0][0]  # (q, H)
-            logits_of = lambda sl: torch.nn.functional.linear(hidden[sl].to(weight.dtype), weight, bias)  # noqa: E731
+            logits_of = lambda sl: head_logits(hidden[sl], split[1])  # noqa: E731
         else:
             logits_of = lambda sl: out.logits[0, sl]  # noqa: E731
-        for begin in range(0, ids.shape[1], HEAD_CHUNK_ROWS):
-            logits = logits_of(slice(begin, begin + HEAD_CHUNK_ROWS))  # (≤ HEAD_CHUNK_ROWS, V)
-            for sub in range(0, logits.shape[0], REDUCE_CHUNK_ROWS):
-                rows = slice(begin + sub, begin + sub + REDUCE_CHUNK_ROWS)
-                _append(parts, reduce_logits(logits[sub : sub + REDUCE_CHUNK_ROWS], targets[rows]))
+        step = head_chunk_rows(device, lm.vocab_width)
+        for begin in range(0, ids.shape[1], step):
+            _append(parts, reduce_rows(logits_of(slice(begin, begin + step)), targets[begin : begin + step]))
     return _concat(parts)
 
 

@@ -52,6 +52,8 @@ class LanguageModel:
             raise ValueError(f"max_length must be at least 2 tokens (got {self.max_length})")
         self._boundary = boundary_token_id(tokenizer)
         self.stats_cache = stats_cache if stats_cache is not None else StatsCache(cache_root() / "stats")
+        #: Token budget per batch of the last statistics run (after any halving on out-of-memory).
+        self.last_batch_tokens: int | None = None
 
     @property
     def device(self) -> torch.device:
@@ -113,7 +115,7 @@ class LanguageModel:
     def _compute(self, texts, bos, long_text, progress, batch_tokens) -> list[TokenStats]:
         """Tokenise, window and run the model on texts that were not cached."""
         boundary = self._boundary if bos == "auto" else None
-        encodings = [self._encode(t) for t in texts]
+        encodings = self._encode_many(texts)
         segments: list[Segment] = []
         flags = []
         for owner, (ids, _) in enumerate(encodings):
@@ -146,6 +148,7 @@ class LanguageModel:
         pad_id = pad_id if pad_id is not None and pad_id < self.vocab_width else 0
         while True:
             try:
+                self.last_batch_tokens = budget
                 return run_segments(self.model, segments, batch_tokens=budget, pad_id=pad_id, progress=progress)
             except torch.cuda.OutOfMemoryError:
                 if budget <= self.max_length:
@@ -162,14 +165,24 @@ class LanguageModel:
 
         Special tokens a tokenizer appends after the text (an EOS) are dropped: they are not text.
         """
+        return self._encode_many([text])[0]
+
+    def _encode_many(self, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]] | None]]:
+        """`_encode` of every text, in one batched tokenizer call (parallel in fast tokenizers)."""
+        if not texts:
+            return []
         try:
-            enc = self.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True,
+            enc = self.tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True,
                                  return_special_tokens_mask=True)
-            offsets = [tuple(o) for o in enc["offset_mapping"]]
+            offsets = [[tuple(o) for o in row] for row in enc["offset_mapping"]]
         except (NotImplementedError, ValueError):  # slow tokenizers have no offsets
-            enc = self.tokenizer(text, add_special_tokens=True, return_special_tokens_mask=True)
-            offsets = None
-        ids, special = list(enc["input_ids"]), list(enc["special_tokens_mask"])
+            enc = self.tokenizer(texts, add_special_tokens=True, return_special_tokens_mask=True)
+            offsets = [None] * len(texts)
+        return [self._drop_trailing_specials(list(ids), list(special), spans)
+                for ids, special, spans in zip(enc["input_ids"], enc["special_tokens_mask"], offsets)]
+
+    def _drop_trailing_specials(self, ids: list[int], special: list[int], offsets: list | None):
+        """(ids, offsets) without the special tokens a tokenizer appends after the text (a leading BOS stays)."""
         end = len(ids)
         while end > 0 and special[end - 1] and (end > 1 or ids[0] != self.tokenizer.bos_token_id):
             end -= 1

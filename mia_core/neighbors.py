@@ -34,9 +34,8 @@ from functools import lru_cache
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
-from .forward import plain_head, stats_head
+from .forward import head_logits, plain_head
 from .identity import text_sha256
 from .loading import ModelLoadError, check_weights, folder_fingerprint, resolve_folder
 from .token_stats import TokenStats, stats_dtype
@@ -149,9 +148,8 @@ class SelfProposer:
         keep = torch.as_tensor(rows, device=self.lm.device)
         split = plain_head(self.lm.model)
         if split is not None:  # the head on the chosen rows only, float32 at least (as the core's statistics)
-            weight, bias = stats_head(split[1])
             hidden = split[0](input_ids=ids, use_cache=False)[0][0, keep]  # (rows, H)
-            logits = F.linear(hidden.to(weight.dtype), weight, bias)
+            logits = head_logits(hidden, split[1])
         else:
             logits = self.lm.model(input_ids=ids, use_cache=False).logits[0, keep]
         return torch.log_softmax(logits.to(stats_dtype(logits.dtype)), dim=-1)  # (rows, vocab)
