@@ -29,19 +29,16 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import math
 import os
 import platform
 import random
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -51,6 +48,8 @@ from mia_core.demo_sources import first_words, play_files, play_text, wiki_parag
 from mia_core.forward import Segment, pack_batches  # noqa: E402
 from mia_core.language_model import LanguageModel  # noqa: E402
 from mia_core.stats_cache import StatsCache  # noqa: E402
+
+from common import authors_loop  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 STATS_ONLY = ["loss", "zlib", "min_k", "min_k_pp", "dc_pdd"]
 SIZES = {  # name: (hidden, layers, intermediate, heads, kv heads, vocab)
@@ -189,30 +188,6 @@ def matmul_params(lm: LanguageModel) -> int:
 
 
 # ---------------------------------------------------------------- arms
-
-@torch.inference_mode()
-def authors_loop(lm: LanguageModel, texts: list[str], k: float = 0.2) -> dict[str, list[float]]:
-    """(a) One text at a time, as the Min-K%++ script: `labels=` loss, softmax and log_softmax materialised."""
-    out = {"loss": [], "zlib": [], "min_k": [], "min_k_pp": []}
-    boundary = lm._boundary
-    for text in texts:
-        ids = torch.tensor([[boundary] + lm.tokenizer(text)["input_ids"]], device=lm.device)
-        output = lm.model(ids, labels=ids)
-        ll = -output.loss.item()
-        logits = output.logits[0, :-1]
-        probs = F.softmax(logits, dim=-1)
-        log_probs = F.log_softmax(logits, dim=-1)
-        token_log_probs = log_probs.gather(-1, ids[0, 1:, None]).squeeze(-1)
-        mu = (probs * log_probs).sum(-1)
-        sigma = (probs * torch.square(log_probs)).sum(-1) - torch.square(mu)
-        n = max(1, int(len(token_log_probs) * k))
-        out["loss"].append(ll)
-        out["zlib"].append(ll / len(zlib.compress(bytes(text, "utf-8"))))
-        out["min_k"].append(float(np.mean(np.sort(token_log_probs.float().cpu().numpy())[:n])))
-        mink_plus = (token_log_probs - mu) / sigma.sqrt()
-        out["min_k_pp"].append(float(np.mean(np.sort(mink_plus.float().cpu().numpy())[:n])))
-    return out
-
 
 def ours(lm: LanguageModel, texts: list[str], freq, budget: int):
     """(b) statistics (no cache) + every statistics-only method."""

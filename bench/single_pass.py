@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import argparse
 import time
-import zlib
 
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
-from common import stdlib_prose
+from common import authors_loop, stdlib_prose
 
 import mia_core
 from mia_core.forward import Segment, pack_batches
@@ -39,29 +37,6 @@ def bare_forward(lm, texts, budget):
             ids[b, : len(segments[i].ids)] = torch.tensor(segments[i].ids)
             mask[b, : len(segments[i].ids)] = 1
         lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), use_cache=False).logits
-
-
-@torch.inference_mode()
-def reference_loop(lm, texts, k=0.2):
-    """One text at a time, as the Min-K%++ script: softmax and log_softmax over (T, vocab) materialised."""
-    out = {"loss": [], "zlib": [], "min_k": [], "min_k_pp": []}
-    for text in texts:
-        ids = torch.tensor([[0] + lm.tokenizer(text)["input_ids"]], device=lm.device)
-        output = lm.model(ids, labels=ids)
-        ll = -output.loss.item()
-        logits = output.logits[0, :-1]
-        probs = F.softmax(logits, dim=-1)
-        log_probs = F.log_softmax(logits, dim=-1)
-        token_log_probs = log_probs.gather(-1, ids[0, 1:, None]).squeeze(-1)
-        mu = (probs * log_probs).sum(-1)
-        sigma = (probs * torch.square(log_probs)).sum(-1) - torch.square(mu)
-        n = max(1, int(len(token_log_probs) * k))
-        out["loss"].append(ll)
-        out["zlib"].append(ll / len(zlib.compress(bytes(text, "utf-8"))))
-        out["min_k"].append(np.mean(np.sort(token_log_probs.cpu().numpy())[:n]))
-        mink_plus = (token_log_probs - mu) / sigma.sqrt()
-        out["min_k_pp"].append(np.mean(np.sort(mink_plus.cpu().numpy())[:n]))
-    return out
 
 
 def timed(fn):
@@ -91,7 +66,7 @@ def main() -> None:
         t_bare = min(t_bare, timed(lambda: bare_forward(lm, texts, budget))[0])
         elapsed, df = timed(lambda: ours(lm, texts, freq, budget))
         t_ours = min(t_ours, elapsed)
-        elapsed, ref = timed(lambda: reference_loop(lm, texts))
+        elapsed, ref = timed(lambda: authors_loop(lm, texts))
         t_ref = min(t_ref, elapsed)
     diff = max(float(np.max(np.abs(df[m].to_numpy() - np.asarray(ref[m])))) for m in ref)
     print(f"bare batched forward      {t_bare:8.2f} s  ({n_tokens / t_bare:7.0f} tok/s)")

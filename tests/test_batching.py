@@ -1,0 +1,111 @@
+"""Batch planning for GPUs, checked on the CPU: padding-aware packing, the memory budget, halving on OOM,
+batched tokenisation, and the head's logits."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from tiny import random_texts
+
+from mia_core import forward, language_model
+from mia_core.language_model import LanguageModel
+
+FIELDS = ("logprob", "mu", "sigma", "top1_logprob", "entropy", "top1_id", "rank")
+
+
+def padded_tokens(batches, lengths):
+    return sum(len(b) * max(lengths[i] for i in b) for b in batches)
+
+
+def test_packing_keeps_padding_low_once_a_batch_is_big_enough():
+    rng = random.Random(0)
+    lengths = [rng.randint(40, 340) for _ in range(2000)]  # WikiMIA-like spread
+    budget = 131072
+    plain = forward.pack_lengths(lengths, budget)
+    packed = forward.pack_lengths(lengths, budget, min_fill=forward.PACK_MIN_FILL)
+    assert sorted(i for b in packed for i in b) == list(range(len(lengths)))
+    for batch in packed:
+        width = lengths[batch[0]]
+        assert len(batch) * width <= budget
+        assert [lengths[i] for i in batch] == sorted((lengths[i] for i in batch), reverse=True)
+        # an item below min_fill × width only joins while the batch is under a quarter of the budget
+        for n, i in enumerate(batch):
+            if lengths[i] < forward.PACK_MIN_FILL * width:
+                assert n * width < max(budget // 4, forward.PACK_MIN_SPLIT_TOKENS)
+    waste_plain = padded_tokens(plain, lengths) / sum(lengths)
+    waste_packed = padded_tokens(packed, lengths) / sum(lengths)
+    assert waste_packed < 1.2 < waste_plain
+
+
+def test_packing_without_min_fill_is_the_plain_greedy_rule():
+    lengths = [5, 30, 12, 12, 7, 30]
+    assert forward.pack_lengths(lengths, 40) == [[1], [5], [2, 3, 4], [0]]
+    # small batches are never split for padding (min_fill only acts past PACK_MIN_SPLIT_TOKENS)
+    assert forward.pack_lengths(lengths, 40, min_fill=0.8) == [[1], [5], [2, 3, 4], [0]]
+
+
+def test_cuda_budget_counts_memory_the_allocator_holds_but_does_not_use(llama_lm, monkeypatch):
+    mib = 1 << 20
+    monkeypatch.setattr(LanguageModel, "device", property(lambda self: torch.device("cuda")))
+    monkeypatch.setattr(language_model.torch.cuda, "mem_get_info", lambda device=None: (64 * mib, 80 << 30))
+    monkeypatch.setattr(language_model.torch.cuda, "memory_allocated", lambda device=None: 2048 * mib)
+    monkeypatch.setattr(language_model.torch.cuda, "memory_reserved", lambda device=None: 2048 * mib)
+    cfg = llama_lm.model.config
+    per_token = 4 * (8 * cfg.hidden_size + 4 * cfg.intermediate_size)  # float32 model
+    assert llama_lm._auto_batch_tokens() == int(64 * mib * 0.5 // per_token)
+    monkeypatch.setattr(language_model.torch.cuda, "memory_reserved", lambda device=None: 2176 * mib)  # 128 MiB cached
+    assert llama_lm._auto_batch_tokens() == int(192 * mib * 0.5 // per_token) < 1 << 17
+
+
+def test_out_of_memory_halves_the_budget_and_gives_the_same_numbers(llama_lm, monkeypatch):
+    texts = random_texts(12, seed=5, min_words=4, max_words=40)
+    fits = 512
+    real_run = language_model.run_segments
+    asked = []
+
+    def run_segments(model, segments, *, batch_tokens, **kwargs):
+        asked.append(batch_tokens)
+        if batch_tokens > fits:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real_run(model, segments, batch_tokens=batch_tokens, **kwargs)
+
+    monkeypatch.setattr(language_model, "run_segments", run_segments)
+    halved = llama_lm.token_stats(texts, cache=False, batch_tokens=4096)
+    assert asked == [4096, 2048, 1024, 512] and llama_lm.last_batch_tokens == 512
+    direct = llama_lm.token_stats(texts, cache=False, batch_tokens=512)
+    for a, b in zip(halved, direct):
+        for name in FIELDS:
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_batched_tokenisation_equals_one_call_per_text(llama_lm):
+    texts = random_texts(20, seed=9, min_words=1, max_words=30) + ["", " ", "line\nbreak  and  spaces "]
+    batched = llama_lm._encode_many(texts)
+    for text, (ids, offsets) in zip(texts, batched):
+        enc = llama_lm.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True)
+        assert ids == list(enc["input_ids"])
+        assert [tuple(o) for o in offsets] == [tuple(o) for o in enc["offset_mapping"]]
+
+
+def test_head_logits_on_cpu_are_the_float32_linear_head(llama_lm):
+    head = llama_lm.model.get_output_embeddings()
+    hidden = torch.randn(7, head.weight.shape[1], generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = hidden.double() @ head.weight.double().T
+        got = forward.head_logits(hidden, head)
+    assert got.dtype == torch.float32 and got.shape == (7, head.weight.shape[0])
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the half-precision head path runs on CUDA (bench/gpu.py, README)")
+def test_bf16_head_on_cuda_is_a_float32_head():
+    torch.manual_seed(0)
+    head = torch.nn.Linear(256, 5003, bias=True).to("cuda", torch.bfloat16)
+    hidden = torch.randn(64, 256, device="cuda").to(torch.bfloat16)
+    with torch.no_grad():
+        got = forward.head_logits(hidden, head)
+        exact = hidden.double() @ head.weight.double().T + head.bias.double()
+    assert got.dtype == torch.float32
+    np.testing.assert_allclose(got.cpu().numpy(), exact.cpu().numpy(), rtol=1e-5, atol=1e-5)
