@@ -28,7 +28,7 @@ import torch
 from common import stdlib_prose
 
 import mia_core
-from mia_core.forward import Segment, pack_batches
+from mia_core.forward import Segment, pack_batches, pad_right
 from mia_core.gds import CPU_BATCH_TOKENS, FEATURES, GdsSettings, encode, features_loop, gradient_features
 
 
@@ -43,11 +43,7 @@ def timed(fn):
 def forward_only(lm, seqs: list[list[int]], batch_tokens: int) -> None:
     """Plain forward passes over the batches `gradient_features` would form: the cost floor's unit."""
     for batch in pack_batches([Segment(i, ids, 1) for i, ids in enumerate(seqs)], batch_tokens):
-        width = max(len(seqs[i]) for i in batch)
-        ids = torch.zeros((len(batch), width), dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for row, i in enumerate(batch):
-            ids[row, : len(seqs[i])], mask[row, : len(seqs[i])] = torch.tensor(seqs[i]), 1
+        ids, mask = pad_right([seqs[i] for i in batch])
         lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), use_cache=False)
 
 

@@ -18,7 +18,7 @@ import torch
 from common import authors_loop, stdlib_prose
 
 import mia_core
-from mia_core.forward import Segment, pack_batches
+from mia_core.forward import Segment, pack_batches, pad_right
 from mia_core.language_model import CPU_BATCH_TOKENS
 
 SINGLE_PASS = ["loss", "zlib", "min_k", "min_k_pp", "dc_pdd"]
@@ -30,12 +30,7 @@ def bare_forward(lm, texts, budget):
     boundary = lm.tokenizer.convert_tokens_to_ids("<|endoftext|>")
     segments = [Segment(i, [boundary] + lm.tokenizer(t)["input_ids"], 1) for i, t in enumerate(texts)]
     for batch in pack_batches(segments, budget):
-        width = len(segments[batch[0]].ids)
-        ids = torch.zeros((len(batch), width), dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for b, i in enumerate(batch):
-            ids[b, : len(segments[i].ids)] = torch.tensor(segments[i].ids)
-            mask[b, : len(segments[i].ids)] = 1
+        ids, mask = pad_right([segments[i].ids for i in batch])
         lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), use_cache=False).logits
 
 

@@ -13,6 +13,7 @@ from typing import Callable
 import torch
 
 from .boundary import boundary_token_id
+from .forward import pad_right
 
 #: LoRA targets per architecture: attention q/k/v/o and FFN gate/up/down, or their equivalents.
 LORA_TARGETS = {
@@ -63,12 +64,7 @@ def batches_for_epoch(blocks: list[list[int]], batch_size: int, rng: random.Rand
 
 def collate(batch: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
     """Right-padded ids, attention mask, and labels with padding ignored (-100)."""
-    width = max(map(len, batch))
-    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for i, block in enumerate(batch):
-        ids[i, : len(block)] = torch.tensor(block)
-        mask[i, : len(block)] = 1
+    ids, mask = pad_right(batch, pad_id)
     return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
 
 

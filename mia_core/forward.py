@@ -144,6 +144,17 @@ def reduce_rows(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.
     return {key: torch.cat(values) for key, values in parts.items()}
 
 
+def pad_right(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask) of sequences right-padded with `pad_id` to the longest, both (b, width) int64."""
+    width = max(map(len, seqs))
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for b, seq in enumerate(seqs):
+        ids[b, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        mask[b, : len(seq)] = 1
+    return ids, mask
+
+
 def pack_batches(segments: list[Segment], batch_tokens: int) -> list[list[int]]:
     """Indices of segments packed longest-first into batches of ≤ batch_tokens padded tokens, with little padding."""
     return pack_lengths([len(s.ids) for s in segments], batch_tokens, min_fill=PACK_MIN_FILL)
@@ -189,12 +200,9 @@ def run_segments(
     for batch in pack_batches(segments, batch_tokens):
         segs = [segments[i] for i in batch]
         width = len(segs[0].ids)
-        input_ids = torch.full((len(segs), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(segs), width), dtype=torch.long)
+        input_ids, mask = pad_right([seg.ids for seg in segs], pad_id)
         rows, targets = [], []
         for b, seg in enumerate(segs):
-            input_ids[b, : len(seg.ids)] = torch.tensor(seg.ids)
-            mask[b, : len(seg.ids)] = 1
             # the logits at position t-1 predict token t
             rows.append(torch.arange(seg.score_from - 1, len(seg.ids) - 1) + b * width)
             targets.append(torch.tensor(seg.ids[seg.score_from:], dtype=torch.long))

@@ -30,7 +30,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .demo_train import LORA_TARGETS
-from .forward import HEAD_CHUNK_ROWS, Segment, pack_batches, plain_head, stats_head
+from .forward import HEAD_CHUNK_ROWS, Segment, pack_batches, pad_right, plain_head, stats_head
 from .identity import text_sha256
 from .token_stats import stats_dtype
 
@@ -246,11 +246,9 @@ def _split_on_oom(lm, wrappers: list[nn.Module], seqs: list[list[int]]) -> torch
 
 def _batch_features(lm, wrappers: list[nn.Module], seqs: list[list[int]]) -> torch.Tensor:
     """One forward/backward of Σ_s mean-NLL_s over a right-padded batch; features per sample."""
-    device, width = lm.device, max(map(len, seqs))
-    ids = torch.zeros((len(seqs), width), dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for b, s in enumerate(seqs):
-        ids[b, : len(s)], mask[b, : len(s)] = torch.tensor(s), 1
+    device = lm.device
+    ids, mask = pad_right(seqs)
+    width = ids.shape[1]
     ids, mask = ids.to(device), mask.to(device)
     # logits at t−1 predict token t; each text's rows are weighted 1/n_s so the sum is Σ_s mean-NLL_s
     rows = torch.cat([torch.arange(len(s) - 1) + b * width for b, s in enumerate(seqs)]).to(device)
