@@ -39,13 +39,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import transformers
+from sklearn.metrics import roc_auc_score
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mia_core  # noqa: E402
 from mia_core import forward  # noqa: E402
 from mia_core.demo_sources import first_words, play_files, play_text, wiki_paragraphs  # noqa: E402
-from mia_core.forward import Segment, pack_batches  # noqa: E402
+from mia_core.forward import Segment, pack_batches, pad_right  # noqa: E402
+from mia_core.gds import GdsSettings, evaluate_texts, features_loop, gradient_features  # noqa: E402
+from mia_core.infilling import fed_ids, plan_branches, primed_fast, primed_reference  # noqa: E402
 from mia_core.language_model import LanguageModel  # noqa: E402
 from mia_core.stats_cache import StatsCache  # noqa: E402
 
@@ -142,9 +148,6 @@ def book_like(n: int, words: int = 512) -> list[str]:
 
 def train_tokenizer(texts: list[str], vocab_size: int):
     """A byte-level BPE of `vocab_size` tokens trained on the texts, `<|endoftext|>` as its boundary."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -164,8 +167,6 @@ def bench_tokenizer(smoke: bool):
 
 def random_llama(name: str, tokenizer, device, dtype, smoke: bool, cache: StatsCache) -> LanguageModel:
     """A randomly initialised Llama-architecture model of the named size, built on the device."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     hidden, layers, inter, heads, kv, vocab = (SMOKE_SIZES if smoke else SIZES)[name]
     config = LlamaConfig(vocab_size=max(vocab, len(tokenizer)), hidden_size=hidden, num_hidden_layers=layers,
                          intermediate_size=inter, num_attention_heads=heads, num_key_value_heads=kv,
@@ -201,12 +202,7 @@ def bare_batches(lm: LanguageModel, texts: list[str], budget: int) -> list[tuple
     segments = [Segment(i, lm._with_boundary(ids, "auto"), 1) for i, (ids, _) in enumerate(lm._encode_many(texts))]
     out = []
     for batch in pack_batches(segments, budget):
-        width = len(segments[batch[0]].ids)
-        ids = torch.zeros((len(batch), width), dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for b, i in enumerate(batch):
-            ids[b, : len(segments[i].ids)] = torch.tensor(segments[i].ids)
-            mask[b, : len(segments[i].ids)] = 1
+        ids, mask = pad_right([segments[i].ids for i in batch])
         out.append((ids.to(lm.device), mask.to(lm.device)))
     return out
 
@@ -345,9 +341,6 @@ def oom_halving(device, texts: list[str], smoke: bool) -> dict:
 
 def auroc_agreement(args, device, tmp: Path) -> dict:
     """AUROC of every method on demo-wiki with demo-known, in bf16 and float32 (difference target ≤ 0.005)."""
-    from sklearn.metrics import roc_auc_score
-
-    from mia_core.gds import evaluate_texts
 
     frame = mia_core.datasets.load("demo-wiki")
     if args.smoke:
@@ -385,9 +378,6 @@ def auroc_agreement(args, device, tmp: Path) -> dict:
 
 def part_heavy(args, device, tmp: Path) -> dict:
     """Infilling fast vs reference on the 1B model; GDS batched vs loop on demo; neighbours per text."""
-    from mia_core.gds import GdsSettings, features_loop, gradient_features
-    from mia_core.infilling import fed_ids, plan_branches, primed_fast, primed_reference
-
     out: dict = {}
     lm = random_llama("llama-1b", bench_tokenizer(args.smoke), device, torch.bfloat16, args.smoke, StatsCache(tmp / "heavy"))
     n_tok = 32 if args.smoke else 256
@@ -428,8 +418,6 @@ def part_heavy(args, device, tmp: Path) -> dict:
 # ---------------------------------------------------------------- main
 
 def versions(device) -> dict:
-    import transformers
-
     info = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
             "transformers": transformers.__version__, "device": str(device)}
     if device.type == "cuda":

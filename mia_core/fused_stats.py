@@ -12,15 +12,14 @@ import os
 
 import torch
 
+from .token_stats import LOGPROB_FLOOR
+
 try:
     import triton
     import triton.language as tl
 except ImportError:  # CI and CPU-only machines: callers fall back to `reduce_logits`
     triton = None
 
-#: Same floor as `token_stats.LOGPROB_FLOOR` (not imported, so token_stats may import this module):
-#: the log-prob of a target whose logit is −inf (masked), which `reduce_logits` floors there too.
-LOGPROB_FLOOR = -1e4
 #: Widest vocabulary block one program holds in registers at a time (2048 with 4 warps read ~2 TB/s
 #: on an H100 at 128k vocabularies; 4096 or 8 warps were slower).
 MAX_BLOCK = 2048
