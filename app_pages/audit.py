@@ -13,9 +13,9 @@ from mia_core.audit.books import verdict_key
 from mia_core.audit.figures import books_figure, calibration_figure, snippet_scores_figure
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit
 from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, snippet_heatmap
-from mia_core.audit.sources import read_books, read_calibration, write_uploads
-from mia_core.audit.store import ResultsStore, default_store_path
-from mia_core.inputs import InputError
+from mia_core.audit.sources import read_audit_inputs, write_uploads
+from mia_core.runs.store import ResultsStore, default_store_path
+from mia_core.inputs.tables import InputError
 from mia_core.methods import stats_only_methods
 from ui.jobs import job_state, start_scoring
 from ui.models import cached_model
@@ -104,15 +104,13 @@ def settings_ui() -> AuditSettings:
 def start(spec: str, calibration, books, settings: AuditSettings) -> None:
     """Read the books, plan the run in the store and start scoring it in the background."""
     try:
-        cal_books, cal_problems = read_calibration(calibration)
-        audit_books, audit_problems = read_books(books)
+        inputs = read_audit_inputs(books, calibration)
     except InputError as err:
         st.error(str(err))
         return
-    problems = [(p.book, "calibration", p.message) for p in cal_problems] + [(p.book, "audit", p.message) for p in audit_problems]
     lm = cached_model(spec)
     try:
-        run_id = plan_audit(results_store(), lm, spec, audit_books, cal_books, settings, problems)
+        run_id = plan_audit(results_store(), lm, spec, inputs.books, inputs.calibration, settings, inputs.problems)
     except ValueError as err:
         st.error(str(err))
         return

@@ -15,18 +15,19 @@ import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core import datasets, gds
-from mia_core.benchmarks import BENCHMARKS, load_benchmark
-from mia_core.evaluation import evaluate_frame
-from mia_core.inputs import InputError, read_labelled
+from mia_core.methods import methods_for
+from mia_core import datasets
+from mia_core.inputs.benchmarks import BENCHMARKS, load_benchmark
+from mia_core.evaluation import GdsFit, evaluate_methods, reproduce_command
+from mia_core.inputs.tables import InputError, read_labelled
 from ui.charts import bucket_table, distribution_figure, roc_figure
 from ui.models import cached_model
 
-METHODS = [name for name, spec in mia_core.METHODS.items() if set(spec.needs) <= {"stats", "lowercase_stats"}]
+METHODS = methods_for(("stats", "lowercase_stats"))
 
 
-def data_ui() -> tuple[str, pd.DataFrame | None]:
-    """The labelled data: a built-in demo set, an uploaded file, or a hub benchmark."""
+def data_ui() -> tuple[str, pd.DataFrame | None, int | None]:
+    """The labelled data (name, table, texts per class when a built-in set is sampled): a demo set, a file, or a hub set."""
     source = st.radio("Data", ["Built-in demo set", "Upload CSV/JSONL", "Hub benchmark (online)"], horizontal=True,
                       key="bench_source")
     if source == "Built-in demo set":
@@ -34,33 +35,32 @@ def data_ui() -> tuple[str, pd.DataFrame | None]:
         per_class = st.number_input("Texts per class (a seeded sample; fewer = faster)", 5, 240, 60, 5, key="bench_n")
         st.caption(f"{datasets.DESCRIPTIONS[name]}. A random split: the blind baseline should sit near 0.5.")
         df = datasets.load(name)
-        sample = [g.sample(min(len(g), per_class), random_state=0) for _, g in df.groupby("label")]
-        return name, pd.concat(sample).sort_index()
+        return name, datasets.sample_per_class(df, int(per_class)), int(per_class)
     if source == "Upload CSV/JSONL":
         upload = st.file_uploader("Labelled file (1 = member, 0 = non-member)", type=["csv", "tsv", "jsonl", "json"],
                                   key="bench_upload")
         text_col = st.text_input("Text column", "text", key="bench_text_col")
         label_col = st.text_input("Label column", "label", key="bench_label_col")
         if upload is None:
-            return "", None
+            return "", None, None
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / Path(upload.name).name
             path.write_bytes(upload.getvalue())
             try:
-                return upload.name, read_labelled(path, text_column=text_col, label_column=label_col)
+                return upload.name, read_labelled(path, text_column=text_col, label_column=label_col), None
             except InputError as err:
                 st.error(str(err))
-                return "", None
+                return "", None, None
     name = st.selectbox("Benchmark", list(BENCHMARKS), key="bench_hub")
     st.caption(BENCHMARKS[name].note)
     if not st.button("Load from the hub", key="bench_hub_load"):
-        return st.session_state.get("bench_hub_data", ("", None))
+        return st.session_state.get("bench_hub_data", ("", None, None))
     try:
         with st.spinner(f"Downloading {name} …"):
-            data = (name, load_benchmark(name))
+            data = (name, load_benchmark(name), None)
     except Exception as err:  # offline, gated, renamed: say so, keep the page alive
         st.error(f"Could not load {name} from the hub: {str(err).splitlines()[0]}")
-        return "", None
+        return "", None, None
     st.session_state["bench_hub_data"] = data
     return data
 
@@ -81,40 +81,36 @@ def gds_ui() -> dict | None:
     return {"train_fraction": float(fraction), "seed": int(seed)}
 
 
-def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float, gds_opts: dict | None = None) -> None:
-    """Score every text with every method (progress bar), evaluate, keep the result in the session.
+def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float, gds_opts: dict | None = None,
+        per_class: int | None = None) -> None:
+    """Score and evaluate through the core's one evaluation path (`evaluate_methods`); keep the result in the session.
 
     With `gds_opts`, GDS is fitted on a seeded stratified split and all methods are evaluated on the rest.
     """
     bar = st.progress(0.0, text="Scoring …")
     lm = cached_model(spec)
     data = data.reset_index(drop=True)
-    texts, labels = data["text"].tolist(), data["label"].to_numpy()
-    scores = mia_core.score_texts(lm, texts, methods, k=k, progress=lambda done, total: bar.progress(
-        min(1.0, done / max(total, 1)), text="Scoring …")) if methods else pd.DataFrame(index=data.index)
-    split = None
-    if gds_opts is not None:
-        try:
-            result = gds.evaluate_texts(lm, texts, labels, ids=data["id"].tolist() if "id" in data else None,
-                                        source=name, progress=lambda done, total: bar.progress(
-                                            min(1.0, done / max(total, 1)), text="GDS: gradients of every text …"),
-                                        **gds_opts)
-        except ValueError as err:  # too few labelled texts for the split
-            bar.empty()
-            st.error(f"GDS: {err}")
-            return
-        st.session_state["gds_classifier"] = {"model": spec, "classifier": result.classifier}  # Explore offers it
-        keep = result.test_idx
-        data, scores = data.iloc[keep].reset_index(drop=True), scores.iloc[keep].reset_index(drop=True)
-        scores["gds"] = result.test_scores
-        split = result.report["split"]
-    bar.progress(1.0, text="Evaluating …")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        report = evaluate_frame(scores, data["label"].to_numpy(), data["text"].tolist(), n_boot=1000, seed=0)
+    fit = None if gds_opts is None else GdsFit(gds_opts["train_fraction"], gds_opts["seed"])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = evaluate_methods(lm, data, methods, k=k, fit_gds=fit, n_boot=1000, seed=0, source=name,
+                                      progress=lambda done, total: bar.progress(min(1.0, done / max(total, 1)),
+                                                                                text="Scoring …"))
+    except ValueError as err:  # e.g. too few labelled texts for the GDS split
+        bar.empty()
+        st.error(f"GDS: {err}" if fit is not None else str(err))
+        return
     bar.empty()
-    st.session_state["bench_result"] = {"name": name, "model": spec, "data": data, "scores": scores,
-                                        "report": report, "k": k, "gds_split": split}
+    if result.classifier is not None:
+        st.session_state["gds_classifier"] = {"model": spec, "classifier": result.classifier}  # Explore offers it
+    keep = result.held_out
+    evaluated = result.report["run"]["methods"]
+    st.session_state["bench_result"] = {
+        "name": name, "model": spec, "data": data[keep].reset_index(drop=True),
+        "scores": result.scores.loc[keep, evaluated].reset_index(drop=True), "all_scores": result.scores,
+        "report": result.report, "k": k, "gds_split": result.report.get("split"),
+        "command": reproduce_command(result.report["run"], input_name=name, per_class=per_class)}
 
 
 def gds_note(split: dict) -> str:
@@ -157,16 +153,20 @@ def draw(result: dict) -> None:
     st.plotly_chart(distribution_figure(labels, scores[method].to_numpy(), method), key="bench_hist")
     st.markdown("**AUROC by text length (words)**")
     st.dataframe(bucket_table(labels, scores, data["text"].tolist()), hide_index=True, key="bench_buckets")
-    per_sample = pd.concat([data.drop(columns=["text"]), scores], axis=1)
+    st.markdown("**Download the run** — the scores of every text and the metrics with the run block (model "
+                "fingerprint, settings, seeds, code version), and the command that repeats it:")
     c1, c2 = st.columns(2)
-    c1.download_button("Per-sample scores (CSV)", per_sample.to_csv(index=False), "scores.csv", "text/csv")
-    clean = json.loads(json.dumps(report, default=float).replace("NaN", "null"))
-    c2.download_button("Metrics (JSON)", json.dumps(clean, indent=2), "metrics.json", "application/json")
+    c1.download_button("Per-sample scores (CSV)", result["all_scores"].to_csv(index=False), "scores.csv", "text/csv",
+                       key="bench_dl_scores")
+    c2.download_button("Metrics + run block (JSON)", json.dumps({**report, "run": {**report["run"],
+                       "command": result["command"]}}, indent=2), "metrics.json", "application/json", key="bench_dl_metrics")
+    st.code(result["command"], language="bash")
+    st.caption("Run it in a terminal to reproduce these numbers (an uploaded file: use its path on your machine).")
 
 
 st.title("Benchmark methods")
 spec = st.session_state.get("model_spec")
-name, data = data_ui()
+name, data, per_class = data_ui()
 methods = st.multiselect("Methods", METHODS, default=["loss", "zlib", "min_k", "min_k_pp"], key="bench_methods",
                          format_func=lambda m: mia_core.METHODS[m].label)
 k = st.slider("k for Min-K% methods", 0.05, 1.0, 0.2, 0.05, key="bench_k")
@@ -177,6 +177,6 @@ if spec is None:
 elif data is not None and len(np.unique(data["label"])) < 2:
     st.error("The data needs both members (1) and non-members (0).")
 elif st.button("Run", type="primary", disabled=not ready, key="bench_run"):
-    run(spec, name, data, methods, k, gds_opts)
+    run(spec, name, data, methods, k, gds_opts, per_class)
 if "bench_result" in st.session_state:
     draw(st.session_state["bench_result"])

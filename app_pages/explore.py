@@ -5,17 +5,15 @@ again (more passes) are computed only when asked, and their results are kept for
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
-from mia_core.heatmap import CENTRES, heatmap_html
+from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
+from mia_core.heatmap import heatmap_html
 from mia_core.methods import stats_only_methods
-from mia_core.methods.registry import lowest_k
 from ui.models import cached_model, cached_stats
-from ui.readings import reading
+from mia_core.methods import reading
 
 #: Methods that need nothing but the target's statistics: switching between them is free.
 STATS_ONLY = stats_only_methods()
@@ -80,7 +78,7 @@ def draw_score(stats, method: str, score: mia_core.Score, decode) -> None:
     """A method's sequence score, its reading, the heatmap of its token scores, and its details."""
     st.metric(mia_core.METHODS[method].label, f"{score.value:.4f}")
     st.caption(reading(method, score.value))
-    st.html(heatmap_html(stats, score.token_scores, score.selected, centre=CENTRES.get(method), decode=decode,
+    st.html(heatmap_html(stats, score.token_scores, score.selected, centre=mia_core.METHODS[method].centre, decode=decode,
                          element_id=f"heatmap-{method}"))
     draw_details(score.details)
 
@@ -98,19 +96,11 @@ def draw_details(details: dict) -> None:
 
 
 def at_k(method: str, result: tuple[float, mia_core.Score], k: float) -> mia_core.Score | None:
-    """The stored result redrawn for k without the model, when that is possible; else None.
-
-    Possible when the method takes no k, or when its score is checked to be the min-k% mean of its
-    token scores (then only the selection changes with k).
-    """
+    """The stored result redrawn for k without the model when possible (`Score.at_k`); else None."""
     k_then, score = result
     if k_then == k or "k" not in mia_core.METHODS[method].param_names:
         return score
-    then = lowest_k(score.token_scores, k_then)
-    if np.isclose(then.value, score.value, rtol=1e-12, atol=0) and np.array_equal(then.selected, score.selected):
-        now = lowest_k(score.token_scores, k)
-        return mia_core.Score(now.value, score.token_scores, now.selected, score.details)
-    return None
+    return score.at_k(k)
 
 
 def extra_pass_section(stats, request: tuple, extra: list[str], k: float, decode) -> None:

@@ -25,6 +25,6 @@ st.subheader("Methods available")
 st.table([{"method": s.name, "label": s.label, "access": ", ".join(s.access), "cost": s.cost,
            "what it measures": s.summary} for s in mia_core.METHODS.values()])
 st.subheader("Built-in labelled sets (known membership, offline)")
-st.table(mia_core.datasets.list_datasets())
+st.table(mia_core.inputs.datasets.list_datasets())
 st.caption("Members are a seeded random half that the `demo-known` model's adapter was trained on; the split is "
            "random, so the base `demo` model cannot tell the halves apart — that contrast is the lesson.")

@@ -1,4 +1,4 @@
-"""Learn: each method's formula, and a live toy example of Min-K%++'s "is the true token a mode?"."""
+"""Learn: each registered method's formula and idea, and a live toy example of Min-K%++'s "is the true token a mode?"."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,29 +6,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-FORMULAS = {
-    "Loss": (r"\mathrm{score}(x) = \frac{1}{n}\sum_{t} \log p(x_t \mid x_{<t})",
-             "Models fit their training data: members have higher likelihood (lower loss)."),
-    "Zlib": (r"\mathrm{score}(x) = \frac{\frac{1}{n}\sum_t \log p(x_t \mid x_{<t})}{\mathrm{zlib}(x)}",
-             "Divides out how compressible (generically predictable) the text is."),
-    "Min-K% Prob": (r"\mathrm{score}(x) = \frac{1}{|S|}\sum_{t\in S} \log p(x_t \mid x_{<t}),\ S = \text{the } k\% \text{ lowest}",
-                    "Non-members contain a few very surprising tokens; members rarely do."),
-    "Min-K%++": (r"z_t = \frac{\log p(x_t \mid x_{<t}) - \mu_t}{\sigma_t},\ \mu_t = \mathbb{E}_{v\sim p}\log p(v),\ "
-                 r"\sigma_t^2 = \mathrm{Var}_{v\sim p}\log p(v)",
-                 "Training pushes each true token towards a mode of the next-token distribution; average the k% lowest z."),
-    "DC-PDD": (r"\alpha_t = \min\!\big(-p(x_t \mid x_{<t}) \log f(x_t),\ a\big),\ \beta = \mathrm{mean}_{\text{first occurrences}}\ \alpha_t",
-               "Calibrates probabilities by how rare a token is in a reference corpus."),
-    "Lowercase": (r"\mathrm{score}(x) = \mathrm{loss}(\mathrm{lower}(x)) / \mathrm{loss}(x)",
-                  "Members lose more likelihood when their exact casing is destroyed."),
-    "Reference model": (r"\mathrm{score}(x) = \overline{\log p_{\text{target}}}(x) - \overline{\log p_{\text{ref}}}(x)",
-                        "A smaller model of the same data calibrates how hard the text is."),
-}
+from mia_core import METHODS
 
 st.title("Learn: how the methods decide")
-for name, (formula, idea) in FORMULAS.items():
-    with st.expander(name, expanded=name == "Min-K%++"):
-        st.latex(formula)
-        st.write(idea)
+st.caption("Every registered method, with its formula and the intuition behind it. Scores are oriented "
+           "higher = more member-like.")
+for spec in METHODS.values():
+    with st.expander(f"{spec.label}  ·  `{spec.name}`", expanded=spec.name == "min_k_pp"):
+        st.latex(spec.formula)
+        st.write(spec.idea)
+        st.caption(f"Needs: {', '.join(spec.access)} · cost: {spec.cost}")
 
 st.subheader("Try it: is the true token a mode?")
 st.write("Edit the model's next-token probabilities (they are renormalised) and pick the true token. "

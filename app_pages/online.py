@@ -7,8 +7,8 @@ import mia_core
 from mia_core.audit.online import (
     OnlineParams, demo_passages, join_passages, label_windows, window_auroc, window_scores, window_view,
 )
-from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
-from mia_core.heatmap import CENTRES, heatmap_html
+from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
+from mia_core.heatmap import heatmap_html
 from mia_core.methods import stats_only_methods
 from ui.models import cached_model, cached_stats
 from ui.windows import window_figure
@@ -100,7 +100,7 @@ def draw(spec: str, text: str, spans, params: OnlineParams) -> None:
     view = window_view(stats, int(row.token_start), int(row.token_end))
     takes_k = "k" in mia_core.METHODS[params.method].param_names
     score = mia_core.score(params.method, view, **({"k": params.k} if takes_k else {}))
-    st.html(heatmap_html(view, score.token_scores, score.selected, centre=CENTRES.get(params.method),
+    st.html(heatmap_html(view, score.token_scores, score.selected, centre=mia_core.get_method(params.method).centre,
                          decode=cached_model(spec).tokenizer.decode, element_id="online-window"))
     out = table.assign(label=labels) if labels is not None else table
     st.download_button("Window scores (CSV)", out.to_csv(index=False), "windows.csv", "text/csv")

@@ -6,7 +6,7 @@ import streamlit as st
 import mia_core
 from mia_core import datasets
 from mia_core.audit.unlearning import UnlearningParams, audit_unlearning
-from mia_core.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
+from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.methods import stats_only_methods
 from ui.models import BUILT_IN, cached_model
 from ui.windows import ratio_figure

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mia_core.language_model import LanguageModel
+from mia_core.model.language_model import LanguageModel
 
 
 def stdlib_prose(n_texts: int, n_tokens: int, tokenizer) -> list[str]:

@@ -2,7 +2,7 @@
 
 The loop is the paper's way: peft adapters active, `loss.backward()` per text, G read from each
 `lora_B.weight.grad`. The batched path packs texts under a token budget, skips the LoRA branch (it
-adds exactly zero since B = 0) and forms per-sample G from hooks (`mia_core.gds.gradient_features`).
+adds exactly zero since B = 0) and forms per-sample G from hooks (`mia_core.methods.gds.features.gradient_features`).
 
 Prints the time of each path over the same texts, the largest feature difference per feature (Sparsity
 counts |G| < 1e-6 and the eccentricities average over the top-10% set: one entry on the edge can flip
@@ -28,8 +28,8 @@ import torch
 from common import stdlib_prose
 
 import mia_core
-from mia_core.forward import Segment, pack_batches, pad_right
-from mia_core.gds import CPU_BATCH_TOKENS, FEATURES, GdsSettings, encode, features_loop, gradient_features
+from mia_core.model.forward import Segment, pack_batches, pad_right
+from mia_core.methods.gds.features import CPU_BATCH_TOKENS, FEATURES, GdsSettings, encode, features_loop, gradient_features
 
 
 def timed(fn):

@@ -47,13 +47,14 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mia_core  # noqa: E402
-from mia_core import forward  # noqa: E402
-from mia_core.demo_sources import first_words, play_files, play_text, wiki_paragraphs  # noqa: E402
-from mia_core.forward import Segment, pack_batches, pad_right  # noqa: E402
-from mia_core.gds import GdsSettings, evaluate_texts, features_loop, gradient_features  # noqa: E402
-from mia_core.infilling import fed_ids, plan_branches, primed_fast, primed_reference  # noqa: E402
-from mia_core.language_model import LanguageModel  # noqa: E402
-from mia_core.stats_cache import StatsCache  # noqa: E402
+from mia_core.model import forward  # noqa: E402
+from mia_core.inputs.demo_sources import first_words, play_files, play_text, wiki_paragraphs  # noqa: E402
+from mia_core.model.forward import Segment, pack_batches, pad_right  # noqa: E402
+from mia_core.evaluation import evaluate_texts  # noqa: E402
+from mia_core.methods.gds.features import GdsSettings, features_loop, gradient_features  # noqa: E402
+from mia_core.methods.infilling.engine import fed_ids, plan_branches, primed_fast, primed_reference  # noqa: E402
+from mia_core.model.language_model import LanguageModel  # noqa: E402
+from mia_core.model.stats_cache import StatsCache  # noqa: E402
 
 from common import authors_loop  # noqa: E402  (bench/ is on sys.path when run as a script)
 
@@ -342,7 +343,7 @@ def oom_halving(device, texts: list[str], smoke: bool) -> dict:
 def auroc_agreement(args, device, tmp: Path) -> dict:
     """AUROC of every method on demo-wiki with demo-known, in bf16 and float32 (difference target ≤ 0.005)."""
 
-    frame = mia_core.datasets.load("demo-wiki")
+    frame = mia_core.inputs.datasets.load("demo-wiki")
     if args.smoke:
         frame = frame.groupby("label").head(24).reset_index(drop=True)
     texts, labels = frame["text"].tolist(), frame["label"].to_numpy()
@@ -445,7 +446,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     args.models = args.models.split(",")
-    device = mia_core.loading.resolve_device(args.device)
+    device = mia_core.model.loading.resolve_device(args.device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     info = versions(device)

@@ -41,7 +41,7 @@ def worker(args) -> None:
     from common import stdlib_prose
 
     import mia_core
-    from mia_core.infilling import combine, fed_ids, plan_branches, primed_fast, primed_reference
+    from mia_core.methods.infilling.engine import combine, fed_ids, plan_branches, primed_fast, primed_reference
 
     torch.manual_seed(0)
     lm = mia_core.load_model(args.model, dtype="float64" if args.worker == "exact" else "auto")
@@ -75,7 +75,7 @@ def worker(args) -> None:
 
 def exact_worker(args, lm, stats) -> None:
     """float64: fast on every branch, reference on every stride-th; scores at the sampled positions."""
-    from mia_core.infilling import combine, fed_ids, plan_branches, primed_fast, primed_reference
+    from mia_core.methods.infilling.engine import combine, fed_ids, plan_branches, primed_fast, primed_reference
 
     out = {}
     for t, st in enumerate(stats):

@@ -18,8 +18,8 @@ import torch
 from common import authors_loop, stdlib_prose
 
 import mia_core
-from mia_core.forward import Segment, pack_batches, pad_right
-from mia_core.language_model import CPU_BATCH_TOKENS
+from mia_core.model.forward import Segment, pack_batches, pad_right
+from mia_core.model.language_model import CPU_BATCH_TOKENS
 
 SINGLE_PASS = ["loss", "zlib", "min_k", "min_k_pp", "dc_pdd"]
 

@@ -2,19 +2,22 @@
 
 Data flow: `load_model` → `LanguageModel.token_stats` (one forward pass per text, cached) →
 methods in `METHODS` (`score`, `score_texts`) → `metrics`. No Streamlit anywhere in this package.
+The folders follow that flow: model/ → methods/ → scoring → metrics, evaluation → audit/, runs/;
+docs/architecture.md draws it.
 """
-from . import datasets, metrics
-from .frequency import FrequencyTable, build_frequency_table, load_frequency_table
-from .language_model import LanguageModel
-from .loading import ModelLoadError, load_model
+from . import metrics, runs  # runs: registers the Ray backend with scoring
+from .inputs import datasets
 from .methods import METHODS, Score, get_method
+from .methods.dc_pdd.frequency import FrequencyTable, build_frequency_table, load_frequency_table
+from .model.language_model import LanguageModel
+from .model.loading import ModelLoadError, load_model
+from .model.policy import StatsPolicy
+from .model.token_stats import TokenStats
 from .scoring import score, score_texts
-from .token_stats import TokenStats
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
-    "FrequencyTable", "LanguageModel", "METHODS", "ModelLoadError", "Score", "TokenStats",
-    "build_frequency_table", "datasets", "get_method", "load_frequency_table", "load_model", "metrics",
-    "score", "score_texts",
+    "FrequencyTable", "LanguageModel", "METHODS", "ModelLoadError", "Score", "StatsPolicy", "TokenStats",
+    "__version__", "build_frequency_table", "datasets", "get_method", "load_frequency_table", "load_model",
+    "metrics", "runs", "score", "score_texts",
 ]

@@ -1,17 +1,32 @@
-"""Method comparison on labelled texts: metrics per method, the blind baseline, and its warning.
+"""Method comparison on labelled texts, end to end: scores, held-out rows, metrics, the blind baseline, a run block.
 
-The blind baseline (Das, Zhang & Tramèr 2024) tells whether the labels are separable without the
-model at all; if so, a high AUROC is not evidence of membership.
+`evaluate_methods` is the one path behind `mia eval`, `mia gds eval` and the Benchmark page: it
+scores every text, holds out a supervised method's training split for every method, evaluates,
+and records seeds, settings, model fingerprint and code version in a run block (`reproduce_command`
+turns that block back into the `mia eval` command). The blind baseline (Das, Zhang & Tramèr 2024)
+tells whether the labels are separable without the model at all; if so, a high AUROC is not
+evidence of membership.
 """
 from __future__ import annotations
 
+import datetime
 import math
+import shlex
 import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import metrics
+from .methods.gds.classifier import GdsClassifier, as_classifier, fit_classifier
+from .methods.gds.features import GdsSettings, Progress, gradient_features
+from .methods.gds.split import check_labels, split_record, stratified_split
+from .model.language_model import LanguageModel
+from .scoring import score_texts, text_stats
+from .version import code_version
 
 #: Warn when the model-free classifier comes this close to the best method …
 BLIND_MARGIN = 0.05
@@ -62,3 +77,177 @@ def format_report(report: dict, methods: list[str]) -> str:
     notes = report["warnings"] + sorted({w for n in methods for w in report[n]["warnings"]})
     lines += [f"warning: {w}" for w in notes]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class GdsEvaluation:
+    """GDS fitted on the training rows and evaluated on the held-out rows."""
+
+    classifier: GdsClassifier
+    train_idx: np.ndarray
+    test_idx: np.ndarray
+    test_scores: np.ndarray
+    """Member log-odds of the test rows (higher = member)."""
+    report: dict
+    """`metrics.evaluate` on the test rows, plus "split" (what the classifier learned from)."""
+
+
+def evaluate_texts(lm: LanguageModel, texts: Sequence[str], labels, *, ids=None, settings: GdsSettings = GdsSettings(),
+                   train_fraction: float = 0.3, seed: int = 0, n_boot: int = 1000, source: str = "",
+                   batch_tokens: int | None = None, progress: Progress | None = None) -> GdsEvaluation:
+    """Features of every text, MLP fitted on a seeded stratified split, AUROC with bootstrap CI on the rest."""
+    y = check_labels(labels)
+    train, test = stratified_split(y, train_fraction=train_fraction, seed=seed)
+    texts = [str(t) for t in texts]
+    features = gradient_features(lm, texts, settings, batch_tokens=batch_tokens, progress=progress)
+    split = split_record(y, train, test, ids, train_fraction=train_fraction, seed=seed, source=source, texts=texts)
+    clf = fit_classifier(features[train], y[train], lm, settings=settings, seed=seed, split=split)
+    scores = clf.log_odds(features)
+    clf.memo.update({(lm.fingerprint, str(lm.dtype), t): float(v) for t, v in zip(texts, scores)})
+    with warnings.catch_warnings():  # kept in the report instead
+        warnings.simplefilter("ignore", UserWarning)
+        report = metrics.evaluate(y[test], scores[test], n_boot=n_boot, seed=seed)
+    report["split"] = {k: v for k, v in split.items() if k not in ("train_ids", "train_sha256")}
+    report["supervised"] = clf.describe()
+    return GdsEvaluation(clf, train, test, scores[test], report)
+
+
+@dataclass(frozen=True)
+class GdsFit:
+    """Fit GDS on a seeded stratified split of the labelled texts; every method is then evaluated on the rest."""
+
+    train_fraction: float = 0.3
+    seed: int = 0
+    """Seed of the split and of the MLP."""
+    settings: GdsSettings = field(default_factory=GdsSettings)
+    batch_tokens: int | None = None
+
+
+@dataclass
+class EvaluationRun:
+    """A finished evaluation: the JSON-safe report (with its "run" block) and the per-text scores.
+
+    scores : id, label, n_tokens, long_text, one column per method (every text; `in_gds_training_split`
+        marks rows that no metric uses when a supervised classifier learned from them).
+    held_out : bool per text, True where the metrics were computed.
+    classifier : the GDS classifier fitted here (with `GdsFit`), else None.
+    """
+
+    report: dict
+    scores: pd.DataFrame
+    held_out: np.ndarray
+    classifier: GdsClassifier | None = None
+
+
+def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[str], *, k: float = 0.2,
+                     bos: str = "auto", long_text: str = "sliding", params: dict | None = None,
+                     inputs: dict | None = None, fit_gds: GdsFit | None = None, n_boot: int = 1000, seed: int = 0,
+                     source: str = "", backend: str = "local", ray_address: str | None = None, ray_options: Any = None,
+                     progress: Callable[[int, int], None] | None = None) -> EvaluationRun:
+    """Score labelled texts (`data`: id, text, label) with `methods` and evaluate them on the held-out rows.
+
+    params : method parameters (e.g. {"m": 5}); inputs : what methods need (`ref_model`, `freq`,
+    `classifier` — a classifier fitted elsewhere: the texts it learned from are held out).
+    fit_gds : also fit GDS on a split here; then every method is evaluated on the other rows.
+    """
+    methods, params, inputs = list(dict.fromkeys(methods)), dict(params or {}), dict(inputs or {})
+    scored = [m for m in methods if not (m == "gds" and fit_gds is not None)]  # a GDS fitted here scores itself
+    texts, labels = [str(t) for t in data["text"]], check_labels(data["label"].to_numpy())
+    ids = data["id"].tolist() if "id" in data else list(range(len(texts)))
+    where = {"backend": backend, "ray_address": ray_address, "ray_options": ray_options}
+    frame = pd.DataFrame({"id": ids, "label": labels})
+    if scored:
+        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
+        scores = score_texts(lm, texts, scored, k=k, bos=bos, long_text=long_text, progress=progress, stats=stats,
+                             **where, **params, **inputs)
+        frame["n_tokens"] = [s.n_scored for s in stats]
+        frame["long_text"] = [s.long_text for s in stats]
+        frame = pd.concat([frame, scores], axis=1)
+    held_out, classifier, extra = np.ones(len(texts), dtype=bool), None, {}
+    if fit_gds is not None:
+        fitted = evaluate_texts(lm, texts, labels, ids=ids, settings=fit_gds.settings, seed=fit_gds.seed,
+                                train_fraction=fit_gds.train_fraction, n_boot=n_boot, source=source,
+                                batch_tokens=fit_gds.batch_tokens, progress=progress)
+        classifier = fitted.classifier
+        held_out[:] = False
+        held_out[fitted.test_idx] = True
+        frame["gds"] = classifier.score_texts(lm, texts)  # every text's log-odds, remembered while fitting
+        extra = {"split": fitted.report["split"], "supervised": classifier.describe()}
+    elif "gds" in methods and inputs.get("classifier") is not None:
+        trained = as_classifier(inputs["classifier"])
+        held_out = np.array([not trained.trained_on(t) for t in texts], dtype=bool)
+    if not held_out.all():
+        frame["in_gds_training_split"] = ~held_out
+    evaluated = scored + (["gds"] if fit_gds is not None else [])
+    report = evaluate_frame(frame.loc[held_out, evaluated].reset_index(drop=True), labels[held_out],
+                            [t for t, keep in zip(texts, held_out) if keep], n_boot=n_boot, seed=seed)
+    report.update(extra)
+    report["run"] = run_block(lm, methods=evaluated, k=k, bos=bos, long_text=long_text, params=params, inputs=inputs,
+                              fit_gds=fit_gds, n_boot=n_boot, seed=seed, source=source, backend=backend,
+                              excluded=int((~held_out).sum()), n_texts=len(texts))
+    return EvaluationRun(json_safe(report), frame, held_out, classifier)
+
+
+def run_block(lm: LanguageModel, *, methods: list[str], k: float, bos: str, long_text: str, params: dict,
+              inputs: dict, fit_gds: GdsFit | None, n_boot: int, seed: int, source: str, backend: str,
+              excluded: int, n_texts: int) -> dict:
+    """What a reader needs to trust and repeat an evaluation: model, data, every setting and seed, code version."""
+    ref_model, freq = inputs.get("ref_model"), inputs.get("freq")
+    return {
+        "model": lm.name, "spec": lm.spec, "fingerprint": lm.fingerprint, "dtype": str(lm.dtype).removeprefix("torch."),
+        "input": source, "n_texts": n_texts, "methods": methods, "k": k, "bos": bos, "long_text": long_text,
+        "ref_model": getattr(ref_model, "spec", ref_model), "freq": _describe(freq), "a": params.get("a"),
+        "params": {n: _describe(v) for n, v in params.items()},
+        "classifier": _describe(inputs.get("classifier")),
+        "gds_fit": None if fit_gds is None else {**asdict(fit_gds), "settings": asdict(fit_gds.settings)},
+        "n_boot": n_boot, "seed": seed, "backend": backend, "excluded_gds_training_rows": excluded,
+        "code_version": code_version(), "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def reproduce_command(run: dict, *, input_name: str | None = None, per_class: int | None = None) -> str:
+    """The `mia eval` command line that repeats the run described by a run block."""
+    words = ["mia", "eval", "--model", run["spec"], "--input", input_name or run["input"],
+             "--methods", ",".join(m for m in run["methods"] if not (m == "gds" and run.get("gds_fit"))) or '""',
+             "--k", str(run["k"]), "--bos", run["bos"], "--long-text", run["long_text"],
+             "--n-boot", str(run["n_boot"]), "--seed", str(run["seed"])]
+    if per_class is not None:
+        words += ["--per-class", str(per_class)]
+    if run.get("gds_fit"):
+        words += ["--fit-gds", str(run["gds_fit"]["train_fraction"]), "--gds-seed", str(run["gds_fit"]["seed"])]
+    for name, value in run["params"].items():
+        if name != "a":
+            words += ["--param", f"{name}={value}"]
+    if run.get("a") is not None:
+        words += ["--a", str(run["a"])]
+    if run.get("classifier"):
+        words += ["--param", f"classifier={run['classifier']}"]
+    if run.get("ref_model"):
+        words += ["--ref-model", str(run["ref_model"])]
+    if run.get("freq"):
+        words += ["--freq", str(run["freq"])]
+    words += ["--output", "metrics.json", "--scores-output", "scores.csv"]
+    return " ".join(w if w == '""' else shlex.quote(w) for w in words)
+
+
+def json_safe(value):
+    """NaN and infinities become null and numpy scalars plain numbers: strict JSON parsers accept the result."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _describe(value):
+    """A JSON-able stand-in for a setting: numbers, strings and paths as they are, a model by its spec, else its type."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    spec = getattr(value, "spec", None)  # a LanguageModel's spec; a classifier's spec is a dict
+    return spec if isinstance(spec, str) else f"<{type(value).__name__} passed in Python>"

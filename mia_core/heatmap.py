@@ -11,12 +11,10 @@ from typing import Callable
 
 import numpy as np
 
-from .token_stats import TokenStats
+from .model.token_stats import TokenStats
 
 #: Diverging scale: low scores (surprising, non-member-like) red, high scores blue.
 LOW, MID, HIGH = (178, 24, 43), (247, 247, 247), (33, 102, 172)
-#: Colour-scale centres of methods whose token scores have a natural zero (others centre on their midpoint).
-CENTRES = {"min_k_pp": 0.0, "infilling": 0.0}
 
 
 def colour_scale(values: np.ndarray, *, centre: float | None = None) -> tuple[float, float, float]:

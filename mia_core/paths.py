@@ -1,4 +1,4 @@
-"""Where MIA Lens keeps its caches: `$MIA_LENS_CACHE`, else `~/.cache/mia-lens`."""
+"""Where MIA Lens keeps its caches (`$MIA_LENS_CACHE`, else `~/.cache/mia-lens`) and finds its committed assets."""
 from __future__ import annotations
 
 import os
@@ -11,3 +11,9 @@ def cache_root() -> Path:
     root = Path(env).expanduser() if env else Path.home() / ".cache" / "mia-lens"
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def assets_dir() -> Path:
+    """The committed demo assets (`$MIA_LENS_ASSETS` overrides the repository's `assets/`)."""
+    env = os.environ.get("MIA_LENS_ASSETS")
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "assets"

@@ -1,7 +1,10 @@
 """Scoring front doors: `score` for one `TokenStats`, `score_texts` for a list of texts and methods.
 
 They supply what each method `needs` (a lowercased pass, a reference model's statistics, a
-frequency table), batching every extra model pass over all texts at once.
+frequency table), batching every extra model pass over all texts at once, and let a method's own
+`prepare` hook see all texts before they are scored one by one. Where the target's statistics are
+computed is a backend looked up in `STATS_BACKENDS`: "local" here; `mia_core.runs` adds "ray"
+(backends live there, so this module never imports Ray).
 """
 from __future__ import annotations
 
@@ -10,12 +13,36 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from .frequency import FrequencyTable, load_frequency_table
-from .identity import tokenizer_fingerprint
 from .methods import Score, get_method
-from .methods.registry import check_k
-from .ray_backend import RayOptions, check_backend
-from .token_stats import TokenStats
+from .methods.dc_pdd.frequency import FrequencyTable, load_frequency_table
+from .model.identity import tokenizer_fingerprint
+from .model.language_model import LanguageModel
+from .model.token_stats import TokenStats
+from .names import check_choice
+
+#: A backend: fn(lm, texts, *, bos, long_text, progress, address, options) -> the texts' `TokenStats`, in order.
+StatsBackend = Callable[..., list[TokenStats]]
+
+
+def _local_stats(lm: LanguageModel, texts: Sequence[str], *, bos: str, long_text: str,
+                 progress: Callable[[int, int], None] | None, address=None, options=None) -> list[TokenStats]:
+    """This process: `lm.token_stats` (the backend options do not apply)."""
+    return lm.token_stats(texts, bos=bos, progress=progress, long_text=long_text)
+
+
+#: Where the target's statistics are computed, by name; `mia_core.runs.backends` registers "ray".
+STATS_BACKENDS: dict[str, StatsBackend] = {"local": _local_stats}
+
+
+def register_backend(name: str, backend: StatsBackend) -> None:
+    """Make `backend` selectable as `score_texts(..., backend=name)`."""
+    STATS_BACKENDS[name] = backend
+
+
+def check_backend(backend: str) -> None:
+    """ValueError naming the closest backend unless `backend` is registered."""
+    check_choice("backend", backend, STATS_BACKENDS)
+
 
 #: Keyword arguments that supply a method's inputs rather than its parameters.
 INPUT_KWARGS = ("lm", "lowercase_stats", "ref_model", "ref_stats", "freq", "classifier")
@@ -55,7 +82,7 @@ def _inputs_for_one(needs: tuple[str, ...], stats: TokenStats, kwargs: dict) -> 
 
 
 def score_texts(
-    lm,
+    lm: LanguageModel,
     texts: Sequence[str],
     methods: Sequence[str],
     k: float = 0.2,
@@ -66,7 +93,7 @@ def score_texts(
     stats: Sequence[TokenStats] | None = None,
     backend: str = "local",
     ray_address: str | None = None,
-    ray_options: RayOptions | None = None,
+    ray_options: Any = None,
     **params: Any,
 ) -> pd.DataFrame:
     """Score every text with every method: one row per text, one column per method (higher = member).
@@ -75,13 +102,12 @@ def score_texts(
     `k` goes to every method that has a `k`. Extra model passes run batched over all texts.
     `stats` : the texts' statistics when already computed (e.g. by `text_stats`), else computed here.
     `backend` : "local", or "ray" to compute the target model's statistics (and the lowercased pass)
-    on Ray model actors (`ray_address` picks the cluster); the methods run here either way, so every
-    method works unchanged (a reference model's pass and methods' own extra passes stay local).
+    on Ray model actors (`ray_address` picks the cluster, `ray_options` is a `mia_core.runs.ray_driver.RayOptions`);
+    the methods run here either way, so every method works unchanged (a reference model's pass and
+    methods' own extra passes stay local).
     """
     methods = list(dict.fromkeys(methods))  # each method once, in the given order
     specs = [get_method(m) for m in methods]
-    if any("k" in s.param_names for s in specs):
-        check_k(k)
     needs = {n for s in specs for n in s.needs}
     ref_model, freq = params.pop("ref_model", None), params.pop("freq", None)
     classifier = params.pop("classifier", None)
@@ -89,6 +115,9 @@ def score_texts(
     unused = set(params) - used
     if unused:
         raise TypeError(f"parameters {sorted(unused)} are not used by methods {list(methods)}")
+    # each method's parameters, validated by their dataclass before any model pass
+    method_params = {s.name: s.make_params(**{n: v for n, v in {**params, "k": k}.items() if n in s.param_names})
+                     for s in specs}
     texts = [str(t) for t in texts]
     check_backend(backend)
     where = {"bos": bos, "long_text": long_text, "progress": progress, "backend": backend, "ray_address": ray_address,
@@ -108,26 +137,19 @@ def score_texts(
         extra["ref_stats"] = _require(ref_model, "ref", "ref_model=").token_stats(
             texts, bos=bos, progress=progress, long_text=long_text)
     table = _frequency_table(_require(freq, "dc_pdd", "freq="), lm.tokenizer) if "freq" in needs else None
-    if "classifier" in needs:  # gradient features of all texts in batched backwards; the method reads them back
-        from .gds import as_classifier
-
-        name = next(s.name for s in specs if "classifier" in s.needs)
-        classifier = as_classifier(_require(classifier, name, "classifier= (fitted on labelled data)"))
-        classifier.score_texts(lm, [st.text for st in stats if st.n_scored > 0])  # empty ones: the method says why
+    if "classifier" in needs:
+        _require(classifier, next(s.name for s in specs if "classifier" in s.needs), "classifier= (fitted on labelled data)")
+    shared = {"freq": table, "lm": lm, "classifier": classifier}
     columns = {}
     for spec in specs:
-        method_params = spec.make_params(**{n: v for n, v in {**params, "k": k}.items() if n in spec.param_names})
+        common = {n: shared[n] for n in spec.needs if n in shared}
+        if spec.prepare is not None:  # the method's batched work over all texts (e.g. GDS: one backward per batch)
+            spec.prepare([st for st in stats if st.n_scored > 0], method_params[spec.name], **common)  # empty: fn says why
         values = []
         for i, st in enumerate(stats):
-            inputs = {n: extra[n][i] for n in spec.needs if n in extra}
-            if table is not None and "freq" in spec.needs:
-                inputs["freq"] = table
-            if "lm" in spec.needs:
-                inputs["lm"] = lm
-            if "classifier" in spec.needs:
-                inputs["classifier"] = _require(classifier, spec.name, "classifier= (fitted on labelled data)")
+            inputs = {**common, **{n: extra[n][i] for n in spec.needs if n in extra}}
             try:
-                values.append(spec.fn(st, method_params, **inputs).value)
+                values.append(spec.fn(st, method_params[spec.name], **inputs).value)
             except ValueError as err:
                 raise ValueError(f"text {i}: {err}") from None
         columns[spec.name] = values
@@ -135,7 +157,7 @@ def score_texts(
 
 
 def text_stats(
-    lm,
+    lm: LanguageModel,
     texts: Sequence[str],
     *,
     bos: str = "auto",
@@ -143,16 +165,12 @@ def text_stats(
     progress: Callable[[int, int], None] | None = None,
     backend: str = "local",
     ray_address: str | None = None,
-    ray_options: RayOptions | None = None,
+    ray_options: Any = None,
 ) -> list[TokenStats]:
     """`lm.token_stats(texts)` computed in this process ("local") or by model actors on a Ray cluster ("ray")."""
     check_backend(backend)
-    if backend == "ray":
-        from .ray_backend import resolve_options, token_stats
-
-        return token_stats(lm, list(texts), bos=bos, long_text=long_text, progress=progress,
-                           options=resolve_options(ray_address, ray_options))
-    return lm.token_stats(texts, bos=bos, progress=progress, long_text=long_text)
+    return STATS_BACKENDS[backend](lm, list(texts), bos=bos, long_text=long_text, progress=progress,
+                                   address=ray_address, options=ray_options)
 
 
 def _given_stats(stats: Sequence[TokenStats], texts: list[str], bos: str) -> list[TokenStats]:

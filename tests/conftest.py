@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tiny import random_texts, tiny_gpt2, tiny_llama, tiny_tokenizer, train_causal_lm  # noqa: E402
 
 from mia_core import LanguageModel  # noqa: E402
-from mia_core.stats_cache import StatsCache  # noqa: E402
+from mia_core.model.stats_cache import StatsCache  # noqa: E402
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from mia_core.audit.snippets import book_snippets, split_words
 from mia_core.audit.sources import Book, read_books, read_calibration, write_uploads
-from mia_core.inputs import InputError
+from mia_core.inputs.tables import InputError
 
 
 def words(n: int, tag: str = "w") -> str:

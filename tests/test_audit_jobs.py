@@ -16,7 +16,7 @@ from tiny import random_texts, tiny_llama, tiny_tokenizer
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_audit, run_scoring
 from mia_core.audit.report import report_html, snippet_heatmap, write_report
 from mia_core.audit.sources import Book
-from mia_core.audit.store import ResultsStore
+from mia_core.runs.store import ResultsStore
 from mia_core.scoring import score_texts
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from mia_core import datasets
 from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import read_books, read_calibration
-from mia_core.audit.store import ResultsStore
+from mia_core.runs.store import ResultsStore
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 pytestmark = pytest.mark.integration  # the page loads the cached demo model

@@ -9,8 +9,8 @@ import pytest
 import torch
 from tiny import random_texts
 
-from mia_core import forward, language_model
-from mia_core.language_model import LanguageModel
+from mia_core.model import forward, language_model
+from mia_core.model.language_model import LanguageModel
 
 FIELDS = ("logprob", "mu", "sigma", "top1_logprob", "entropy", "top1_id", "rank")
 

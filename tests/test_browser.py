@@ -99,7 +99,7 @@ def test_audit_page_shows_a_run_made_outside_the_dashboard(server, store_path):
     from mia_core import load_model
     from mia_core.audit.jobs import AuditSettings, run_audit
     from mia_core.audit.sources import read_books, read_calibration
-    from mia_core.audit.store import ResultsStore
+    from mia_core.runs.store import ResultsStore
 
     settings = AuditSettings(snippet_words=64, max_snippets_per_book=2)
     result = run_audit(load_model("demo-known"), "demo-known", read_books("demo-books")[0],

@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mia_core import METHODS
-from mia_core.language_model import LanguageModel
+from mia_core.model.language_model import LanguageModel
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 pytestmark = pytest.mark.integration  # the pages load the cached demo model
@@ -79,11 +79,3 @@ def test_learn_page_toy_example():
     assert float(metrics["Min-K% token score: log p"]) == pytest.approx(-1.609, abs=1e-3)  # log 0.2
     at.selectbox(key="learn_true").set_value("its").run()
     assert float({m.label: m.value for m in at.metric}["Min-K%++ token score: z"]) < 0
-
-
-def test_every_registered_method_has_its_own_reading():
-    """Explore explains each score in words; a new method must say what its number means."""
-    from ui.readings import _READINGS, reading
-
-    assert set(METHODS) <= set(_READINGS), set(METHODS) - set(_READINGS)
-    assert "probability 88%" in reading("gds", 2.0) and "0.50 nats per token less" in reading("neighbor", -0.5)

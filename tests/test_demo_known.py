@@ -9,9 +9,10 @@ import torch
 from tiny import tiny_llama, tiny_tokenizer
 
 from mia_core import LanguageModel, load_model, metrics, score_texts
-from mia_core.datasets import SplitSizes, load, make_split, manifest_path, rebuild_texts
-from mia_core.demo_known import attach_adapter, build_demo
-from mia_core.demo_train import LoraSettings
+from mia_core.inputs.datasets import SplitSizes, load, make_split, manifest_path, rebuild_texts
+from mia_core.demo.build import build_demo
+from mia_core.model.lora import attach_adapter
+from mia_core.demo.train import LoraSettings
 
 SMALL = SplitSizes(wiki_buckets=(32,), wiki_per_bucket=6, books_per_class=2, calibration_books_per_class=1, book_words=60)
 

@@ -13,9 +13,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny import random_texts, tiny_tokenizer  # noqa: E402
 
-from mia_core.corpus import iter_corpus_texts  # noqa: E402
-from mia_core.frequency import FrequencyTable, build_frequency_table, load_frequency_table  # noqa: E402
-from mia_core.identity import tokenizer_fingerprint  # noqa: E402
+from mia_core.inputs.corpus import iter_corpus_texts  # noqa: E402
+from mia_core.methods.dc_pdd.frequency import FrequencyTable, build_frequency_table, load_frequency_table  # noqa: E402
+from mia_core.model.identity import tokenizer_fingerprint  # noqa: E402
 
 
 def naive_counts(tok, texts, width):

@@ -13,12 +13,14 @@ import torch
 from cli_runner import run_cli
 from tiny import random_texts, tiny_gpt2, tiny_llama, train_causal_lm
 
-import mia_core.gds as gds_module
+import mia_core.methods.gds.classifier as gds_module
 from mia_core import LanguageModel, metrics, score, score_texts
-from mia_core.forward import Segment, pack_batches
-from mia_core.gds import (FEATURES, GdsClassifier, GdsSettings, encode, evaluate_texts, feature_names, features_loop,
-                          fit_classifier, fit_mlp, gradient_features, matrix_features, split_record,
-                          stratified_split, top_mask)
+from mia_core.model.forward import Segment, pack_batches
+from mia_core.evaluation import evaluate_texts
+from mia_core.methods.gds.classifier import GdsClassifier, fit_classifier, fit_mlp
+from mia_core.methods.gds.features import (FEATURES, GdsSettings, encode, feature_names, features_loop, gradient_features,
+                                          matrix_features, top_mask)
+from mia_core.methods.gds.split import split_record, stratified_split
 
 # lengths from 2 to ~40 tokens, so batches mix lengths and carry padding
 TEXTS = ["Ember.", "The river was quietly built.", *random_texts(6, seed=11, min_words=3, max_words=30)]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from mia_core import score
-from mia_core.benchmarks import load_benchmark, to_frame
-from mia_core.documents import DocumentError, document_text
+from mia_core.inputs.benchmarks import load_benchmark, to_frame
+from mia_core.inputs.documents import DocumentError, document_text
 from mia_core.heatmap import colour, heatmap_html
 
 

@@ -21,7 +21,7 @@ from transformers import (
 )
 
 from mia_core import METHODS, Score, load_model, metrics, score, score_texts
-from mia_core.infilling import (
+from mia_core.methods.infilling.engine import (
     combine,
     fast_supported,
     fed_ids,
@@ -258,7 +258,7 @@ def test_cli_takes_infilling_parameters(tmp_path, monkeypatch):
 def test_explore_computes_extra_pass_methods_on_request_and_redraws_k(monkeypatch):
     from pathlib import Path
 
-    import mia_core.infilling as engine
+    import mia_core.methods.infilling.engine as engine
     from streamlit.testing.v1 import AppTest
 
     calls = []
@@ -270,7 +270,8 @@ def test_explore_computes_extra_pass_methods_on_request_and_redraws_k(monkeypatc
         return Score(1.5, stats.logprob.astype(float), np.ones(stats.n_scored, bool), {"neighbors": rows, "n": 1})
 
     monkeypatch.setitem(METHODS, "probe", MethodSpec("probe", probe, NoParams, ("stats", "lm"), "Probe", "a test probe",
-                                                     True, ("full logits",), "1 forward pass"))
+                                                     True, ("full logits",), "1 forward pass", None,
+                                                     lambda v: f"probe {v}.", "p", "a test probe"))
     text = "The cat sat on the mat. A second line & more."
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=300).run()
     at.switch_page("app_pages/explore.py").run()

@@ -1,4 +1,4 @@
-"""Tests for mia_core.inputs: every bad input gives one clear InputError naming the file."""
+"""Tests for mia_core.inputs.tables: every bad input gives one clear InputError naming the file."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mia_core import inputs
-from mia_core.inputs import InputError, read_labelled, read_texts
+from mia_core.inputs import tables as inputs
+from mia_core.inputs.tables import InputError, read_labelled, read_texts
 
 # name -> (file name, file bytes or None for missing, reader, text expected in the message)
 BAD = {

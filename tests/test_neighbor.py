@@ -14,9 +14,9 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
 from mia_core import ModelLoadError, metrics, score, score_texts
-from mia_core import neighbors
+from mia_core.methods.neighbor import engine as neighbors
 from mia_core.methods.neighbor import NeighborParams, check_params
-from mia_core.neighbors import CANDIDATES, SelfProposer, load_masked_lm, make_neighbors, proposer_for, vocab_table
+from mia_core.methods.neighbor.engine import CANDIDATES, SelfProposer, load_masked_lm, make_neighbors, proposer_for, vocab_table
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 #: Text of 41 MLM tokens (40 single-token words and the final period).

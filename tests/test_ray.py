@@ -14,14 +14,15 @@ from cli_runner import run_cli
 from tiny import random_texts, tiny_llama, tiny_tokenizer
 
 import mia_core
-from mia_core import ray_backend, ray_worker
+from mia_core.runs import ray_driver as ray_backend
+from mia_core.runs import ray_worker, stats_task
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from mia_core.audit.sources import Book
-from mia_core.audit.store import ResultsStore
-from mia_core.ray_backend import RayOptions, WorkerError
-from mia_core.ray_worker import FAIL_ENV
+from mia_core.runs.store import ResultsStore
+from mia_core.runs.ray_driver import RayOptions, WorkerError
+from mia_core.runs.ray_worker import FAIL_ENV
 from mia_core.scoring import score_texts, text_stats
-from mia_core.stats_cache import StatsCache
+from mia_core.model.stats_cache import StatsCache
 
 # read when ray is imported: a local instance then binds to and talks on 127.0.0.1 only
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
@@ -85,8 +86,8 @@ def test_ray_scores_equal_local_in_input_order(cluster, driver_lm):
 def test_stats_travel_as_compact_arrays(driver_lm):
     texts = ["A short one.", " ".join(random_texts(12, seed=6)), ""]
     for want in driver_lm.token_stats(texts):
-        payload = ray_worker.pack_stats(want)
-        got = ray_worker.unpack_stats(payload, want.text)
+        payload = stats_task.pack_stats(want)
+        got = stats_task.unpack_stats(payload, want.text)
         for name in (f.name for f in dataclasses.fields(want) if f.name != "extra"):
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
         # per-token arrays (≈ 60 bytes a token plus its string) and fixed headers: no vocabulary-wide row (1,200 bytes a token)
@@ -95,7 +96,7 @@ def test_stats_travel_as_compact_arrays(driver_lm):
 
 def test_worker_reports_errors_per_row_and_refuses_another_model(driver_lm, model_dir, tmp_path):
     """The actor class in-process: a failing chunk or a different model comes back as error rows, never raised."""
-    job = {"task": "stats", "model": str(model_dir), "fingerprint": driver_lm.fingerprint, "load": {},
+    job = {"task": stats_task.stats_task, "failed_rows": stats_task.stats_failed, "model": str(model_dir), "fingerprint": driver_lm.fingerprint, "load": {},
            "bos": "auto", "long_text": "sliding"}
     batch = {"chunk": np.array([3, 4]), "ids": np.array([[7, 2], [5, 6]]),
              "texts": np.array([["Seven.", "Two."], ["Five.", "Six."]], dtype=object)}
@@ -103,7 +104,7 @@ def test_worker_reports_errors_per_row_and_refuses_another_model(driver_lm, mode
     assert out["id"].tolist() == [7, 2, 5, 6] and out["chunk"].tolist() == [3, 3, 4, 4]
     assert out["error"][:2].tolist() == ["", ""] and "failure drill" in out["error"][2]
     want = driver_lm.token_stats(["Seven.", "Two."])
-    np.testing.assert_allclose(ray_worker.unpack_stats(out["payload"][0], "Seven.").logprob, want[0].logprob, atol=1e-5)
+    np.testing.assert_allclose(stats_task.unpack_stats(out["payload"][0], "Seven.").logprob, want[0].logprob, atol=1e-5)
     other = tmp_path / "other-model"
     tok = tiny_tokenizer(300)
     tiny_llama(len(tok), seed=1, max_positions=64).save_pretrained(other)

@@ -9,8 +9,8 @@ from tiny import random_texts, tiny_llama
 from tokenizers import processors
 from transformers import PreTrainedTokenizerFast
 
-from mia_core import forward
-from mia_core.boundary import boundary_token_id
+from mia_core.model import forward
+from mia_core.model.boundary import boundary_token_id
 
 FIELDS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
 
@@ -198,7 +198,7 @@ def test_appended_eos_is_not_scored(tok, make_lm):
 
 
 def test_cache_key_follows_the_boundary_token(tok, make_lm, tmp_path):
-    from mia_core.stats_cache import StatsCache
+    from mia_core.model.stats_cache import StatsCache
 
     model = tiny_llama(len(tok), seed=0, logits_width=310)  # room for the added special tokens
     cache = StatsCache(tmp_path / "shared")
@@ -269,7 +269,7 @@ def test_pad_id_outside_the_model_vocabulary_is_harmless(tok, make_lm):
 
 
 def test_minus_infinity_logits_stay_finite():
-    from mia_core.token_stats import reduce_logits
+    from mia_core.model.token_stats import reduce_logits
 
     out = reduce_logits(torch.tensor([[1.0, 2.0, float("-inf")]]), torch.tensor([2]))
     assert all(torch.isfinite(v).all() for v in out.values())

@@ -15,7 +15,7 @@ from tiny import tiny_llama, tiny_tokenizer, train_causal_lm
 from mia_core import LanguageModel, load_model
 from mia_core.audit.snippets import word_chunks as chunk_text
 from mia_core.audit.unlearning import UnlearningParams, audit_unlearning, make_chunks, ratio_table
-from mia_core.stats_cache import StatsCache
+from mia_core.model.stats_cache import StatsCache
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

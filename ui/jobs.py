@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from mia_core.model.language_model import LanguageModel
 from mia_core.audit.jobs import run_scoring
-from mia_core.audit.store import ResultsStore
+from mia_core.runs.store import ResultsStore
 
 
 @dataclass
@@ -28,7 +29,7 @@ def job_threads() -> dict[str, JobThread]:
     return {}
 
 
-def start_scoring(store: ResultsStore, run_id: str, lm) -> JobThread:
+def start_scoring(store: ResultsStore, run_id: str, lm: LanguageModel) -> JobThread:
     """Score the run's pending snippets in a daemon thread, unless a thread for it is already running."""
     threads = job_threads()
     current = threads.get(run_id)

@@ -7,24 +7,28 @@ target FPR, bootstrap seed) runs on the stored scores and can be redone without 
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import subprocess
 import uuid
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
-from ..identity import text_sha256
-from ..ray_backend import BACKENDS, RayOptions, WorkerError, check_backend  # noqa: F401  (BACKENDS: re-exported)
+from ..model.identity import text_sha256
+from ..model.language_model import LanguageModel
+from ..model.loading import load_model
+from ..runs import ray_driver
+from ..runs.backends import check_backend
+from ..runs.ray_driver import RayOptions, WorkerError
+from ..runs.store import ResultsStore, RunRecord
+from ..scoring import score_texts
+from ..version import code_version
 from .books import analyse_books
 from .calibration import Calibration, calibrate
 from .snippets import book_snippets
-from .sources import Book, Problem
-from .store import ResultsStore, RunRecord
+from .sources import Book, Problem, problem_rows
 
 KIND = "book-audit"
 Progress = Callable[[int, int], None]
@@ -64,20 +68,7 @@ class AuditResult:
     problems: pd.DataFrame
 
 
-@functools.cache
-def code_version() -> str:
-    """mia_core's version plus the git commit it runs from, when it runs from a checkout."""
-    from .. import __version__
-
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                                text=True, timeout=5).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    return f"{__version__}+{commit}" if commit else __version__
-
-
-def plan_audit(store: ResultsStore, lm, model_spec: str, books: list[Book], calibration: list[Book],
+def plan_audit(store: ResultsStore, lm: LanguageModel, model_spec: str, books: list[Book], calibration: list[Book],
                settings: AuditSettings, problems: list[tuple[str, str, str]] = (), *, run_id: str | None = None,
                backend: str = "local") -> str:
     """Write the run and its snippets to the store (unless already there) and return the run id.
@@ -115,13 +106,13 @@ def _derive_run_id(fingerprint: str, settings: AuditSettings, frame: pd.DataFram
     return digest.hexdigest()[:12]
 
 
-def run_scoring(store: ResultsStore, run_id: str, lm, *, progress: Progress | None = None,
+def run_scoring(store: ResultsStore, run_id: str, lm: LanguageModel | str, *, progress: Progress | None = None,
                 backend: str = "local", ray_address: str | None = None, ray_options: RayOptions | None = None) -> int:
     """Score every pending snippet of the run, committing each batch; returns how many were computed now.
 
     lm : the loaded model, or its spec (loaded here for the local backend; the Ray backend's
         workers load `run["model"]` themselves and check its fingerprint).
-    backend : "local" (this process) or "ray" (model actors on a Ray cluster, see `mia_core.ray_backend`;
+    backend : "local" (this process) or "ray" (model actors on a Ray cluster, see `mia_core.runs.ray_driver`;
         `ray_address` picks the cluster). Both commit every batch to the store as soon as it is scored.
     Raises `WorkerError` when Ray batches still fail after their retry: the run is then marked
     failed, everything finished stays stored, and running it again retries the rest.
@@ -129,8 +120,6 @@ def run_scoring(store: ResultsStore, run_id: str, lm, *, progress: Progress | No
     check_backend(backend)
     run = store.run(run_id)
     if isinstance(lm, str) and backend == "local":
-        from ..loading import load_model
-
         lm = load_model(lm)
     if not isinstance(lm, str) and run["fingerprint"] != lm.fingerprint:
         raise ValueError(f"run {run_id} was scored with model {run['model']} (fingerprint {run['fingerprint']}); "
@@ -169,18 +158,16 @@ def run_scoring(store: ResultsStore, run_id: str, lm, *, progress: Progress | No
     return len(pending)
 
 
-def _score_on_ray(run: dict, lm, batches: list[pd.DataFrame], settings: AuditSettings, commit,
+def _score_on_ray(run: dict, lm: LanguageModel | str, batches: list[pd.DataFrame], settings: AuditSettings, commit,
                   address: str | None, options: RayOptions | None) -> str:
     """Score the batches on Ray model actors, committing each as it streams back; a message if some still failed."""
-    from .. import ray_backend
-
-    options = ray_backend.resolve_options(address, options)
+    options = ray_driver.resolve_options(address, options)
     if options.model_options is None and not isinstance(lm, str):
-        options = replace(options, model_options=ray_backend.model_options_of(lm))
-    job = {"task": "audit", "model": ray_backend.absolute_spec(options.model or run["model"]),
+        options = replace(options, model_options=ray_driver.model_options_of(lm))
+    job = {"task": audit_task, "failed_rows": audit_failed_rows, "model": ray_driver.absolute_spec(options.model or run["model"]),
            "fingerprint": run["fingerprint"], "load": options.model_options or {}, "settings": asdict(settings)}
     chunks = [(b["snippet_id"].tolist(), b["text"].tolist()) for b in batches]
-    failed = ray_backend.run_chunks(chunks, job, options,
+    failed = ray_driver.run_chunks(chunks, job, options,
                                     lambda c, rows: commit(rows["id"], rows[["score", "n_tokens", "truncated"]].copy()))
     if not failed:
         return ""
@@ -189,10 +176,18 @@ def _score_on_ray(run: dict, lm, batches: list[pd.DataFrame], settings: AuditSet
             f"(first error: {next(iter(failed.values()))}); the others are stored, run the job again to retry these")
 
 
-def score_snippets(lm, texts: list[str], settings: AuditSettings) -> pd.DataFrame:
-    """Scores of snippet texts (columns score, n_tokens, truncated), each truncated to the model's context."""
-    from ..scoring import score_texts
+def audit_task(lm: LanguageModel, texts: list[str], job: dict) -> pd.DataFrame:
+    """The Ray workers' task: snippet scores exactly as the local path computes them (`score_snippets`)."""
+    return score_snippets(lm, texts, AuditSettings(**job["settings"]))
 
+
+def audit_failed_rows(n: int) -> pd.DataFrame:
+    """The rows of a failed chunk of snippets: no score."""
+    return pd.DataFrame({"score": np.full(n, np.nan), "n_tokens": np.zeros(n, np.int64), "truncated": np.zeros(n, bool)})
+
+
+def score_snippets(lm: LanguageModel, texts: list[str], settings: AuditSettings) -> pd.DataFrame:
+    """Scores of snippet texts (columns score, n_tokens, truncated), each truncated to the model's context."""
     params = dict(settings.params)
     k = params.pop("k", 0.2)
     stats = lm.token_stats(texts, bos=settings.bos, long_text="truncate")
@@ -224,12 +219,12 @@ def audit_result(store: ResultsStore, run_id: str, settings: AuditSettings | Non
     return AuditResult(store.run(run_id), settings, calibration, books, snippets, store.problems(run_id))
 
 
-def run_audit(lm, model_spec: str, books: list[Book], calibration: list[Book], settings: AuditSettings,
+def run_audit(lm: LanguageModel, model_spec: str, books: list[Book], calibration: list[Book], settings: AuditSettings,
               store: ResultsStore, *, problems: list[Problem | tuple] = (), run_id: str | None = None,
               progress: Progress | None = None, backend: str = "local", ray_address: str | None = None,
               ray_options: RayOptions | None = None) -> AuditResult:
     """Plan (or resume), score what is pending (locally or on Ray), and analyse: the whole audit in one call."""
-    rows = [(p.book, "audit", p.message) if isinstance(p, Problem) else tuple(p) for p in problems]
+    rows = problem_rows(list(problems), "audit")
     run_id = plan_audit(store, lm, model_spec, books, calibration, settings, rows, run_id=run_id, backend=backend)
     run_scoring(store, run_id, lm, progress=progress, backend=backend, ray_address=ray_address, ray_options=ray_options)
     return audit_result(store, run_id, settings)

@@ -22,9 +22,11 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics
+from ..inputs import datasets
 from ..methods import get_method
-from ..methods.registry import check_k
-from ..token_stats import ARRAY_FIELDS, TokenStats
+from ..methods.registry import KParams
+from ..model.language_model import LanguageModel
+from ..model.token_stats import ARRAY_FIELDS, TokenStats
 
 WINDOW_COLUMNS = ["window", "token_start", "token_end", "n_tokens", "char_start", "char_end", "text", "score"]
 
@@ -49,9 +51,9 @@ class OnlineParams:
             raise ValueError(f"window must be at least 1 token (got {self.window})")
         if self.stride is not None and not 1 <= self.stride <= self.window:
             raise ValueError(f"stride must be between 1 and the window ({self.window}) (got {self.stride})")
-        check_k(self.k)
+        KParams(self.k)  # k validated where every method's k is
         spec = get_method(self.method)
-        if spec.needs != ("stats",):
+        if not spec.stats_only:
             raise ValueError(f"method {self.method!r} needs {'+'.join(spec.needs)}; "
                              "window scores take a method that needs only the model's statistics")
 
@@ -109,7 +111,7 @@ def window_scores(stats: TokenStats, params: OnlineParams = OnlineParams(), **me
     return pd.DataFrame(rows, columns=WINDOW_COLUMNS)
 
 
-def detect_online(lm, text: str, params: OnlineParams = OnlineParams(), *,
+def detect_online(lm: LanguageModel, text: str, params: OnlineParams = OnlineParams(), *,
                   progress: Callable[[int, int], None] | None = None) -> tuple[TokenStats, pd.DataFrame]:
     """One forward over the whole text (full left context), then `window_scores`."""
     stats = lm.token_stats([text], bos=params.bos, progress=progress, long_text="sliding")[0]
@@ -136,8 +138,6 @@ def demo_passages(n_pairs: int = 3, *, bucket: int = 128, seed: int = 0) -> tupl
 
     Membership is known only for the `demo-known` model (trained on the members).
     """
-    from .. import datasets
-
     if n_pairs < 1:
         raise ValueError(f"n_pairs must be at least 1 (got {n_pairs})")
     data = datasets.load("demo-wiki")

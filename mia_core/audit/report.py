@@ -14,9 +14,11 @@ import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from ..heatmap import CENTRES, heatmap_html
+from ..heatmap import heatmap_html
 from ..methods import get_method
 from ..methods.registry import MethodSpec
+from ..model.language_model import LanguageModel
+from ..scoring import score
 from .books import BOOK_COLUMNS, verdict_key
 from .figures import books_figure, calibration_figure
 from .jobs import AuditResult, AuditSettings
@@ -52,9 +54,9 @@ def write_csvs(result: AuditResult, output_dir: str | Path) -> tuple[Path, Path]
     return books_path, snippets_path
 
 
-def report_html(result: AuditResult, lm=None) -> str:
+def report_html(result: AuditResult, lm: LanguageModel | None = None) -> str:
     """The whole report as one HTML string; with `lm`, flagged snippets are drawn as token heatmaps."""
-    cal, run, settings = result.calibration, result.run, result.settings
+    run, settings = result.run, result.settings
     spec = get_method(settings.method)
     flagged = flagged_books(result)
     sections = [
@@ -78,7 +80,7 @@ def report_html(result: AuditResult, lm=None) -> str:
             f"</head><body>{''.join(sections)}</body></html>")
 
 
-def write_report(result: AuditResult, output_dir: str | Path, lm=None) -> dict[str, Path]:
+def write_report(result: AuditResult, output_dir: str | Path, lm: LanguageModel | None = None) -> dict[str, Path]:
     """Write report.html, books.csv and snippets.csv into `output_dir`; returns their paths."""
     out = Path(output_dir)
     books_path, snippets_path = write_csvs(result, out)
@@ -139,7 +141,7 @@ def _books_section(result: AuditResult) -> str:
             + books.to_html(index=False, escape=True, border=0, classes="books"))
 
 
-def _snippets_section(result: AuditResult, flagged: list[str], lm) -> str:
+def _snippets_section(result: AuditResult, flagged: list[str], lm: LanguageModel) -> str:
     """The top snippets of every flagged book; with none flagged, of the top-ranked book, for inspection."""
     spec = get_method(result.settings.method)
     shown = flagged or list(result.books["book"][:1])
@@ -158,30 +160,28 @@ def _snippets_section(result: AuditResult, flagged: list[str], lm) -> str:
     return "".join(parts)
 
 
-def _snippet_body(text: str, result: AuditResult, lm, element_id: str) -> str:
+def _snippet_body(text: str, result: AuditResult, lm: LanguageModel, element_id: str) -> str:
     """A token heatmap of the snippet when the model is at hand and the method has one, else its text."""
     heatmap = snippet_heatmap(lm, text, result.settings, element_id) if lm is not None else None
     return heatmap if heatmap is not None else f"<div style='white-space:pre-wrap'>{_e(text)}</div>"
 
 
-def snippet_heatmap(lm, text: str, settings: AuditSettings, element_id: str) -> str | None:
+def snippet_heatmap(lm: LanguageModel, text: str, settings: AuditSettings, element_id: str) -> str | None:
     """The snippet's token heatmap from the target's (cached) statistics; None when the method has no such view."""
     spec = get_method(settings.method)
     if not _has_heatmap(spec):
         return None
-    from ..scoring import score
-
     stats = lm.token_stats([text], bos=settings.bos, long_text="truncate")[0]
     params = {k: v for k, v in settings.params.items() if k in spec.param_names}
     s = score(spec.name, stats, **params)
     safe_id = "".join(c if c.isalnum() or c in "-_" else "-" for c in element_id)
     decode = lambda i: lm.tokenizer.decode([i])  # noqa: E731
-    return heatmap_html(stats, s.token_scores, s.selected, centre=CENTRES.get(spec.name), decode=decode, element_id=safe_id)
+    return heatmap_html(stats, s.token_scores, s.selected, centre=spec.centre, decode=decode, element_id=safe_id)
 
 
 def _has_heatmap(spec: MethodSpec) -> bool:
     """Whether the method's token scores come from the target's statistics alone (lowercase, dc_pdd… need more)."""
-    return spec.token_level and spec.needs == ("stats",)
+    return spec.token_level and spec.stats_only
 
 
 def _problems_section(result: AuditResult) -> str:

@@ -10,9 +10,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..documents import SUFFIXES as DOCUMENT_SUFFIXES
-from ..documents import DocumentError, document_text
-from ..inputs import TABLE_SUFFIXES, InputError, read_table
+from ..inputs import datasets
+from ..inputs.documents import SUFFIXES as DOCUMENT_SUFFIXES
+from ..inputs.documents import DocumentError, document_text
+from ..inputs.tables import TABLE_SUFFIXES, InputError, read_table
 
 #: Largest single book file, and largest folder/zip/table, read (bytes).
 MAX_BOOK_BYTES = 50_000_000
@@ -38,6 +39,27 @@ class Problem:
 
     book: str
     message: str
+
+
+@dataclass(frozen=True)
+class AuditInputs:
+    """Everything an audit reads: the books to audit, the calibration books, and (book, role, message) problems."""
+
+    books: list[Book]
+    calibration: list[Book]
+    problems: list[tuple[str, str, str]]
+
+
+def read_audit_inputs(books: str | Path, calibration: str | Path) -> AuditInputs:
+    """Both sets of books, with every unreadable book named as a problem (the one reader of the page, CLI and jobs)."""
+    cal_books, cal_problems = read_calibration(calibration)
+    audit_books, audit_problems = read_books(books)
+    return AuditInputs(audit_books, cal_books, problem_rows(cal_problems, "calibration") + problem_rows(audit_problems, "audit"))
+
+
+def problem_rows(problems: list[Problem | tuple], role: str) -> list[tuple[str, str, str]]:
+    """(book, role, message) rows as the results store keeps them; rows already in that form pass through."""
+    return [(p.book, role, p.message) if isinstance(p, Problem) else tuple(p) for p in problems]
 
 
 def read_books(source: str | Path) -> tuple[list[Book], list[Problem]]:
@@ -161,8 +183,6 @@ def _table_books(path: Path) -> tuple[list[Book], list[Problem]]:
 
 def _demo_books(name: str, role: str) -> list[Book]:
     """The plays of a demo set with the given role (calibration or audit), labels kept."""
-    from .. import datasets
-
     df = datasets.load(name)
     df = df[df["role"] == role]
     return [Book(str(r.id), str(r.text), name, int(r.label)) for r in df.itertuples()]

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..methods import get_method
-from ..methods.registry import check_k
+from ..methods.registry import KParams
 from ..scoring import score_texts
 from .snippets import word_chunks
 
@@ -64,9 +64,9 @@ class UnlearningParams:
             raise ValueError(f"chunk_words must be at least 1 (got {self.chunk_words})")
         if not self.band > 1:
             raise ValueError(f"band must be greater than 1 (got {self.band})")
-        check_k(self.k)
+        KParams(self.k)  # k validated where every method's k is
         spec = get_method(self.method)
-        if spec.needs != ("stats",):
+        if not spec.stats_only:
             raise ValueError(f"method {self.method!r} needs {'+'.join(spec.needs)}; "
                              "the unlearning audit takes a method that needs only the model's statistics")
 

@@ -6,10 +6,12 @@ with an `@register` decorator (no list to edit).
 import importlib
 import pkgutil
 
-from .registry import METHODS, NEEDS, MethodSpec, Score, get_method, register, stats_only_methods
+from .registry import (METHODS, NEEDS, KParams, MethodSpec, Score, get_method, methods_for, reading, register,
+                       stats_only_methods)
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module != "registry":
         importlib.import_module(f"{__name__}.{_module}")
 
-__all__ = ["METHODS", "NEEDS", "MethodSpec", "Score", "get_method", "register", "stats_only_methods"]
+__all__ = ["METHODS", "NEEDS", "KParams", "MethodSpec", "Score", "get_method", "methods_for", "reading", "register",
+           "stats_only_methods"]

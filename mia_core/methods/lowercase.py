@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..token_stats import TokenStats
+from ..model.token_stats import TokenStats
 from .registry import NoParams, Score, register, require_tokens
 
 #: Guards the division for a text the model predicts with certainty (loss 0).
 LOSS_FLOOR = 1e-12
 
 
-@register("lowercase", label="Lowercase ratio", needs=("stats", "lowercase_stats"), token_level=False,
+@register("lowercase", label="Lowercase ratio", needs=("stats", "lowercase_stats"), token_level=False, centre=None,
+          reading=lambda v: f"lowercasing makes the text {v:.2f}× as hard for the model; members lose more.",
+          formula=r"\mathrm{score}(x) = \mathrm{loss}(\mathrm{lower}(x)) / \mathrm{loss}(x)",
+          idea="Members lose more likelihood when their exact casing is destroyed.",
           access=("target log-probs",), cost="2 forward passes",
           summary="Loss of the lowercased text over the loss of the text: members lose more when lowercased.")
 def lowercase(stats: TokenStats, params: NoParams, *, lowercase_stats: TokenStats) -> Score:

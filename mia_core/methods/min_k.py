@@ -5,17 +5,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..token_stats import TokenStats
-from .registry import Score, lowest_k, register, require_tokens
+from ..model.token_stats import TokenStats
+from .registry import KParams, Score, lowest_k, register, require_tokens
 
 
 @dataclass(frozen=True)
-class MinKParams:
-    k: float = 0.2
-    """Fraction of tokens (lowest scores) averaged; n = max(1, floor(k · n_scored))."""
+class MinKParams(KParams):
+    """k: the fraction of tokens (lowest log-probs) averaged."""
 
 
-@register("min_k", label="Min-K% Prob", params=MinKParams, access=("target log-probs",),
+@register("min_k", label="Min-K% Prob", params=MinKParams, access=("target log-probs",), centre=None,
+          reading=lambda v: f"the k% least likely tokens average a log-probability of {v:.2f}: members tend to have "
+                            "fewer very surprising tokens.",
+          formula=r"\mathrm{score}(x) = \frac{1}{|S|}\sum_{t\in S} \log p(x_t \mid x_{<t}),\ "
+                  r"S = \text{the } k\% \text{ lowest}",
+          idea="Non-members contain a few very surprising tokens; members rarely do.",
           summary="Mean log-prob of the k% least likely tokens: non-members contain a few outlier tokens.")
 def min_k(stats: TokenStats, params: MinKParams) -> Score:
     """Token score = `logprob`; sequence score = mean of the lowest k%."""

@@ -10,16 +10,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..token_stats import TokenStats
-from .registry import Score, lowest_k, register, require_tokens
+from ..model.token_stats import TokenStats
+from .registry import KParams, Score, lowest_k, register, require_tokens
 
 SIGMA_FLOOR = 1e-12
 
 
 @dataclass(frozen=True)
-class MinKPlusPlusParams:
-    k: float = 0.2
-    """Fraction of tokens (lowest scores) averaged; n = max(1, floor(k · n_scored))."""
+class MinKPlusPlusParams(KParams):
+    """k: the fraction of tokens (lowest z-scores) averaged."""
 
 
 def min_k_pp_token_scores(stats: TokenStats) -> np.ndarray:
@@ -28,7 +27,13 @@ def min_k_pp_token_scores(stats: TokenStats) -> np.ndarray:
     return (stats.logprob.astype(np.float64) - stats.mu.astype(np.float64)) / sigma
 
 
-@register("min_k_pp", label="Min-K%++", params=MinKPlusPlusParams,
+@register("min_k_pp", label="Min-K%++", params=MinKPlusPlusParams, centre=0.0,
+          reading=lambda v: f"the k% least expected tokens sit {abs(v):.2f} standard deviations "
+                            f"{'below' if v < 0 else 'above'} what the model expected on average; memorised text "
+                            "tends to score near zero or above.",
+          formula=r"z_t = \frac{\log p(x_t \mid x_{<t}) - \mu_t}{\sigma_t},\ \mu_t = \mathbb{E}_{v\sim p}\log p(v),\ "
+                  r"\sigma_t^2 = \mathrm{Var}_{v\sim p}\log p(v),\ \mathrm{score} = \text{mean of the } k\% \text{ lowest } z_t",
+          idea="Training pushes each true token towards a mode of the next-token distribution; average the k% lowest z.",
           summary="Min-K% on z-scored log-probs: is each true token a mode of the model's prediction?")
 def min_k_pp(stats: TokenStats, params: MinKPlusPlusParams) -> Score:
     """Sequence score = mean of the lowest k% of the z-scored log-probs."""

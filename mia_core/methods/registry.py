@@ -1,7 +1,8 @@
-"""The method registry: one decorator next to each method, read by `score_texts`, the CLI and pages.
+"""The method registry: everything the project knows about a method, declared once where it is registered.
 
 Every method maps `TokenStats` (plus whatever else it `needs`) to a `Score` whose value is
-oriented **higher = more likely a member** (METHODS.md, "Orientation").
+oriented **higher = more likely a member** (docs/methods.md, "Orientation"). Pages, the CLI,
+reports and tests ask the registry (`methods_for`, `get_method`); none keeps a table of its own.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..token_stats import TokenStats
+from ..model.token_stats import TokenStats
+from ..names import unknown_name
 
 #: What a method may need beyond the target's statistics, and what supplies it.
 NEEDS = {
@@ -36,12 +38,25 @@ class Score:
     selected : (n_scored,) bool, the tokens that entered `value` (min-k% selection, first occurrences…).
     details : what else a method wants to show (e.g. the neighbour texts of `neighbor`); plain
         JSON-able values; a list of dicts is drawn as a table by the dashboard.
+    k : the fraction `selected` was drawn with when `value` is the min-k% mean of `token_scores`
+        (then `at_k` redraws it for another k without the model); None otherwise.
     """
 
     value: float
     token_scores: np.ndarray
     selected: np.ndarray
     details: dict[str, Any] = field(default_factory=dict)
+    k: float | None = None
+
+    def at_k(self, k: float) -> "Score | None":
+        """This score redrawn for another k from its own token scores (no model needed), or None when its value
+        is not a min-k% mean (it has no `k`)."""
+        if self.k is None:
+            return None
+        if k == self.k:
+            return self
+        again = lowest_k(np.asarray(self.token_scores, dtype=np.float64), k)
+        return Score(again.value, self.token_scores, again.selected, self.details, again.k)
 
 
 @dataclass(frozen=True)
@@ -51,7 +66,15 @@ class NoParams:
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """A registered method: its scorer, parameter dataclass, inputs and labels for people."""
+    """A registered method: its scorer and parameters, what it needs, and how people are shown it.
+
+    centre : the natural zero of its token scores, where the heatmap's diverging colours meet
+        (None: the midpoint of the 5th–95th percentiles of the text's token scores).
+    reading : value → one plain-language sentence on a sequence score (no caveat; `reading` adds it).
+    formula, idea : the LaTeX formula and the one-line intuition shown on the Learn page.
+    prepare : optional batched hook `prepare(stats_list, params, **inputs)` run once over all
+        texts before they are scored one by one (e.g. GDS computes every text's gradients in batches).
+    """
 
     name: str
     fn: Callable[..., Score]
@@ -60,15 +83,25 @@ class MethodSpec:
     label: str
     summary: str
     token_level: bool
-    access: tuple[str, ...] = ("full logits",)
-    cost: str = "1 forward pass"
+    access: tuple[str, ...]
+    cost: str
+    centre: float | None
+    reading: Callable[[float], str]
+    formula: str
+    idea: str
+    prepare: Callable[..., None] | None = None
 
     @property
     def param_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(self.params))
 
+    @property
+    def stats_only(self) -> bool:
+        """Needs nothing but the target's statistics (cheap to redraw; usable per snippet, chunk or window)."""
+        return self.needs == ("stats",)
+
     def make_params(self, **values: Any):
-        """Build the parameter dataclass, rejecting names the method does not take."""
+        """Build the parameter dataclass (which validates itself), rejecting names the method does not take."""
         unknown = set(values) - set(self.param_names)
         if unknown:
             raise TypeError(f"method {self.name!r} takes parameters {self.param_names} (got {sorted(unknown)})")
@@ -78,13 +111,15 @@ class MethodSpec:
 METHODS: dict[str, MethodSpec] = {}
 
 
-def register(name: str, *, label: str, summary: str, params: type = NoParams,
-             needs: tuple[str, ...] = ("stats",), token_level: bool = True,
-             access: tuple[str, ...] = ("full logits",), cost: str = "1 forward pass"):
-    """Decorator adding a scorer `fn(stats, params, **inputs) -> Score` to `METHODS`.
+def register(name: str, *, label: str, summary: str, centre: float | None, reading: Callable[[float], str],
+             formula: str, idea: str, params: type = NoParams, needs: tuple[str, ...] = ("stats",),
+             token_level: bool = True, access: tuple[str, ...] = ("full logits",), cost: str = "1 forward pass",
+             prepare: Callable[..., None] | None = None):
+    """Decorator adding a scorer `fn(stats, params, **inputs) -> Score` to `METHODS`, with all it declares.
 
     `access` names what the method needs from the model (words from `ACCESS`); `cost` is its
-    relative cost in forward/backward passes, shown next to it in method lists.
+    relative cost in forward/backward passes, shown next to it in method lists. `centre`, `reading`,
+    `formula` and `idea` have no default: a method is registered whole or not at all.
     """
     unknown = set(needs) - set(NEEDS)
     if unknown:
@@ -92,25 +127,41 @@ def register(name: str, *, label: str, summary: str, params: type = NoParams,
     bad_access = set(access) - set(ACCESS)
     if bad_access:
         raise ValueError(f"unknown access {sorted(bad_access)}; known: {ACCESS}")
+    if not (formula.strip() and idea.strip() and callable(reading)):
+        raise ValueError(f"method {name!r} needs a formula, an idea and a reading")
 
     def wrap(fn: Callable[..., Score]) -> Callable[..., Score]:
-        METHODS[name] = MethodSpec(name, fn, params, needs, label, summary, token_level, tuple(access), cost)
+        METHODS[name] = MethodSpec(name, fn, params, tuple(needs), label, summary, token_level, tuple(access), cost,
+                                   centre, reading, formula, idea, prepare)
         return fn
 
     return wrap
 
 
+def methods_for(available: tuple[str, ...] | set[str] = tuple(NEEDS), *, token_level: bool | None = None) -> list[str]:
+    """Registered methods whose needs are all in `available` (e.g. `("stats",)`: one pass of the target suffices)."""
+    return [name for name, spec in METHODS.items()
+            if set(spec.needs) <= set(available) and (token_level is None or spec.token_level == token_level)]
+
+
 def stats_only_methods() -> list[str]:
     """Methods that need nothing but the target's statistics (cheap to redraw; usable per snippet, chunk or window)."""
-    return [name for name, spec in METHODS.items() if spec.needs == ("stats",)]
+    return methods_for(("stats",))
 
 
 def get_method(name: str) -> MethodSpec:
-    """The registered method, or a KeyError listing the available names."""
+    """The registered method, or a KeyError naming the closest ones and listing the available names."""
     try:
         return METHODS[name]
     except KeyError:
-        raise KeyError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}") from None
+        raise KeyError(unknown_name("method", name, sorted(METHODS))) from None
+
+
+def reading(name: str, value: float) -> str:
+    """One sentence on a sequence score, ending with the caveat that matters: compare, don't conclude."""
+    base = get_method(name).reading(value)
+    return (f"{base[0].upper()}{base[1:]} Higher = more member-like; on its own a score is not evidence — "
+            "compare it with texts of known membership.")
 
 
 def require_tokens(stats: TokenStats) -> None:
@@ -122,8 +173,19 @@ def require_tokens(stats: TokenStats) -> None:
 
 def check_k(k: float) -> None:
     """k is a fraction of the scored tokens."""
-    if not 0 < k <= 1:
+    if isinstance(k, bool) or not isinstance(k, (int, float, np.floating, np.integer)) or not 0 < k <= 1:
         raise ValueError(f"k must be in (0, 1] (got {k})")
+
+
+@dataclass(frozen=True)
+class KParams:
+    """Parameters of a method that averages the lowest k% of its token scores (k validated here, once)."""
+
+    k: float = 0.2
+    """Fraction of tokens (lowest scores) averaged; n = max(1, floor(k · n_scored))."""
+
+    def __post_init__(self) -> None:
+        check_k(self.k)
 
 
 def lowest_k(token_scores: np.ndarray, k: float) -> Score:
@@ -139,7 +201,7 @@ def lowest_k(token_scores: np.ndarray, k: float) -> Score:
     selected = np.zeros(n, dtype=bool)
     selected[chosen] = True
     value = float(np.mean(token_scores[chosen], dtype=np.float64))
-    return Score(value, token_scores, selected)
+    return Score(value, token_scores, selected, k=k)
 
 
 def mean_of_all(token_scores: np.ndarray) -> Score:

@@ -5,7 +5,7 @@ import zlib as _zlib
 
 import numpy as np
 
-from ..token_stats import TokenStats
+from ..model.token_stats import TokenStats
 from .registry import NoParams, Score, register, require_tokens
 
 
@@ -14,7 +14,11 @@ def zlib_bytes(text: str) -> int:
     return len(_zlib.compress(text.encode("utf-8")))
 
 
-@register("zlib", label="Zlib ratio", access=("target log-probs",), summary="−loss divided by the zlib-compressed size: discounts texts that are simply predictable.")
+@register("zlib", label="Zlib ratio", access=("target log-probs",), centre=None,
+          reading=lambda v: f"log-probability per token divided by the compressed size: {v:.5f}; it discounts texts "
+                            "that are simply repetitive or predictable.",
+          formula=r"\mathrm{score}(x) = \frac{\frac{1}{n}\sum_t \log p(x_t \mid x_{<t})}{\mathrm{zlib}(x)}",
+          idea="Divides out how compressible (generically predictable) the text is.", summary="−loss divided by the zlib-compressed size: discounts texts that are simply predictable.")
 def zlib_ratio(stats: TokenStats, params: NoParams) -> Score:
     """`mean(logprob) / zlib_bytes(text)`; token scores are the log-probs, all selected.
 

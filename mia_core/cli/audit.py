@@ -1,0 +1,101 @@
+"""`mia audit-books`: per-book contamination rates against a calibrated threshold, resumable, with a report."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..audit.calibration import RULES
+from ..audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
+from ..audit.report import write_report
+from ..audit.sources import read_audit_inputs
+from ..methods import get_method
+from ..runs.ray_driver import WorkerError
+from ..runs.store import ResultsStore
+from .app import app, fail
+from .options import (BackendOpt, BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, ModelOpt, ParamOpt, PickleOpt,
+                      RayActorsOpt, RayAddressOpt, RemoteCodeOpt, backend_options, check_options, parse_params,
+                      progress_bar)
+
+#: What a book audit can supply to a method (a reference model or a fitted classifier cannot travel in a job).
+AUDIT_NEEDS = {"stats", "lowercase_stats", "freq", "lm"}
+
+
+@app.command("audit-books")
+def audit_books_cmd(
+    model: str = ModelOpt,
+    calibration: str = typer.Option(..., "--calibration", help="known member/non-member books: a table with book, text, "
+                                    "label columns, a folder or zip with members/ and non_members/, or demo-books"),
+    books: str = typer.Option(..., "--books", help="books to audit: .txt/.md/.pdf/.epub, a folder or zip of them, a table "
+                              "with book and text columns, or demo-books (its held-out audit plays)"),
+    output_dir: Path = typer.Option(..., "--output-dir", help="where report.html, books.csv and snippets.csv go"),
+    method: str = typer.Option("min_k_pp", "--method", help="membership method (see: mia methods)"),
+    k: float = KOpt,
+    param: Optional[List[str]] = ParamOpt,
+    snippet_words: int = typer.Option(512, "--snippet-words", help="words per snippet (Min-K% book study: 512)"),
+    max_snippets_per_book: Optional[int] = typer.Option(None, "--max-snippets-per-book", help="score at most this many "
+                                                        "snippets per book, evenly spread along it (cheaper, wider intervals)"),
+    rule: str = typer.Option("fpr", "--rule", help="threshold rule: fpr (hold --target-fpr) or accuracy (maximise it)"),
+    target_fpr: float = typer.Option(0.05, "--target-fpr", help="FPR the threshold holds on non-member snippets"),
+    bos: str = BosOpt,
+    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples"),
+    store: Optional[Path] = typer.Option(None, "--store", help="results store (DuckDB file); default: the shared one "
+                                         "in the MIA Lens cache, which the dashboard reads"),
+    job_id: Optional[str] = typer.Option(None, "--job-id", help="resume or name a job (default: derived from the "
+                                         "model, method, settings and texts, so re-running resumes)"),
+    batch_snippets: int = typer.Option(16, "--batch-snippets", help="snippets scored and committed per batch"),
+    device: str = DeviceOpt,
+    dtype: str = DtypeOpt,
+    allow_pickle: bool = PickleOpt,
+    trust_remote_code: bool = RemoteCodeOpt,
+    backend: str = BackendOpt,
+    ray_address: Optional[str] = RayAddressOpt,
+    ray_actors: Optional[int] = RayActorsOpt,
+) -> None:
+    """Audit books: contamination rate, prevalence and a test per book, against calibration books."""
+    check_options(k=k, bos=bos, long_text="truncate", n_boot=n_boot)
+    spec = get_method(method)
+    if set(spec.needs) - AUDIT_NEEDS:
+        fail(f"method {method} needs {', '.join(sorted(set(spec.needs) - AUDIT_NEEDS))}, which book audits do not supply")
+    if rule not in RULES:
+        fail(f"--rule must be {' or '.join(RULES)} (got {rule!r})")
+    if not 0 < target_fpr < 1:
+        fail(f"--target-fpr must be between 0 and 1 (got {target_fpr})")
+    if snippet_words < 1 or batch_snippets < 1 or (max_snippets_per_book is not None and max_snippets_per_book < 1):
+        fail("--snippet-words, --batch-snippets and --max-snippets-per-book must be at least 1")
+    load = LoadOptions(device, dtype, allow_pickle, trust_remote_code)
+    where = backend_options(backend, ray_address, ray_actors, load)
+    params = {"k": k} if "k" in spec.param_names else {}
+    params.update(parse_params(param))
+    spec.make_params(**{n: v for n, v in params.items() if n in spec.param_names})  # rejects bad values early
+    inputs = read_audit_inputs(books, calibration)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    settings = AuditSettings(method=method, params=params, snippet_words=snippet_words,
+                             max_snippets_per_book=max_snippets_per_book, bos=bos, rule=rule,
+                             target_fpr=target_fpr, seed=seed, n_boot=n_boot, batch_snippets=batch_snippets)
+    results = ResultsStore(store)
+    lm = load.for_driver(where).load(model)  # with Ray: fingerprint (job id) and report heatmaps only
+    run_id = plan_audit(results, lm, model, inputs.books, inputs.calibration, settings, inputs.problems, run_id=job_id,
+                        backend=backend)
+    for row in results.problems(run_id).itertuples():
+        typer.echo(f"warning: {row.role} book skipped: {row.message}", err=True)
+    done, total = results.progress(run_id)
+    typer.echo(f"job {run_id}: {total} snippets" + (f", {done} already scored (resuming)" if done else "")
+               + f"; store {results.path}", err=True)
+    try:
+        run_scoring(results, run_id, lm, progress=progress_bar("snippets"), **where)
+    except WorkerError as err:
+        fail(f"job {run_id}: {err}")
+    result = audit_result(results, run_id, settings)
+    paths = write_report(result, output_dir, lm)
+    cal = result.calibration
+    typer.echo(f"calibration: AUROC {cal.auroc:.3f} [{cal.auroc_ci[0]:.3f}, {cal.auroc_ci[1]:.3f}], threshold "
+               f"{cal.threshold:.4g}, TPR {cal.tpr:.1%}, FPR {cal.fpr:.1%}")
+    for warning in cal.warnings:
+        typer.echo(f"  warning: {warning}")
+    for row in result.books.itertuples():
+        typer.echo(f"{row.book[:40]:40s} {row.n_snippets:5d} snippets  rate {row.rate:6.1%}  prevalence {row.prevalence:6.1%} "
+                   f"[{row.prevalence_lo:.0%}, {row.prevalence_hi:.0%}]  p_adj {row.p_adj:.2g}\n    {row.verdict}")
+    typer.echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)

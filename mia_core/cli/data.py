@@ -1,0 +1,81 @@
+"""`mia freq build`, `mia datasets`, `mia demo build`, `mia methods`: the data and methods a run can use."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from tqdm.auto import tqdm
+
+from ..demo.build import build_demo
+from ..demo.train import LoraSettings
+from ..inputs.corpus import iter_corpus_texts
+from ..inputs.datasets import list_datasets as builtin_sets
+from ..methods import METHODS
+from ..methods.dc_pdd.frequency import build_frequency_table
+from ..model.loading import load_model
+from .app import app, demo_app, fail, freq_app
+from .options import ModelOpt, writable
+
+
+@freq_app.command("build")
+def freq_build(
+    model: str = ModelOpt,
+    output: Path = typer.Option(..., "--output", help="the table (.npz)"),
+    corpus: List[Path] = typer.Option([], "--corpus", help="corpus file or folder (.txt/.jsonl/.json, optionally .gz); repeatable"),
+    more: List[Path] = typer.Argument(None, help="more corpus paths"),
+    text_field: str = typer.Option("text", "--text-field", help="field holding the text in .jsonl/.json"),
+) -> None:
+    """Count token occurrences of a reference corpus with the model's tokenizer."""
+    sources = list(corpus) + list(more or [])
+    if not sources:
+        fail("give at least one --corpus PATH")
+    for path in sources:
+        if not path.exists():
+            fail(f"corpus path not found: {path}")
+    writable(output)
+    lm = load_model(model, device="cpu")  # only the tokenizer and the logits width are used
+    table = build_frequency_table(lm.tokenizer, iter_corpus_texts(sources, text_field=text_field),
+                                  vocab_size=lm.vocab_width, corpus_description=", ".join(map(str, sources)))
+    if table.total == 0:
+        fail(f"the corpus has no tokens: {', '.join(map(str, sources))}")
+    table.save(output)
+    typer.echo(f"counted {table.total:,} tokens in {table.n_texts:,} texts → {output}", err=True)
+
+
+@app.command("datasets")
+def list_datasets() -> None:
+    """List the built-in labelled sets (usable as --input of mia eval)."""
+    for item in builtin_sets():
+        typer.echo(f"{item['name']:12s} {item['description']}")
+
+
+@demo_app.command("build")
+def demo_build(
+    seed: int = typer.Option(0, "--seed", help="seed of the split, the LoRA initialisation and the data order"),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="default: assets/demo-known (the committed copy)"),
+    epochs: int = typer.Option(4, "--epochs"),
+    lr: float = typer.Option(1e-3, "--lr"),
+) -> None:
+    """Rebuild the demo-known adapter from scratch: seeded split, LoRA training on members, manifest."""
+    bar = tqdm(desc="training LoRA on member texts", unit="step", file=sys.stderr)
+
+    def progress(step: int, total: int, loss: float) -> None:
+        bar.total = total
+        bar.n = step
+        bar.set_postfix(loss=f"{loss:.3f}")
+
+    record = build_demo(output_dir, seed=seed, settings=LoraSettings(seed=seed, epochs=epochs, lr=lr), progress=progress)
+    bar.close()
+    typer.echo(json.dumps(record, indent=1))
+
+
+@app.command("methods")
+def list_methods() -> None:
+    """List the available methods and what each needs."""
+    for spec in METHODS.values():
+        params = ", ".join(spec.param_names) or "-"
+        typer.echo(f"{spec.name:10s} {spec.label:18s} needs: {'+'.join(spec.needs):24s} params: {params}\n"
+                   f"           access: {', '.join(spec.access)}; cost: {spec.cost}\n           {spec.summary}")

@@ -1,0 +1,168 @@
+"""`mia score` and `mia eval`: score texts, and evaluate methods on labelled texts (the one evaluation path)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..evaluation import GdsFit, evaluate_methods, format_report, reproduce_command
+from ..inputs import datasets
+from ..inputs.tables import read_texts
+from ..methods.gds.features import GdsSettings
+from ..model.language_model import LanguageModel
+from ..runs.ray_driver import WorkerError
+from ..scoring import score_texts, text_stats
+from .app import app, fail
+from .options import (AOpt, BackendOpt, BosOpt, DeviceOpt, DtypeOpt, FreqOpt, KOpt, LabelColumnOpt, LoadOptions,
+                      LongTextOpt, MethodsOpt, ModelOpt, NBootOpt, ParamOpt, PickleOpt, RayActorsOpt, RayAddressOpt,
+                      RefModelOpt, RemoteCodeOpt, TextColumnOpt, backend_options, check_options, is_named_set,
+                      labelled_input, method_names, parse_params, progress_bar, writable)
+
+DEMO_SET_NOTES = {
+    name: f"{name} is a seeded random member/non-member split of one source, so the blind baseline should "
+          "sit near 0.5; only demo-known was trained on the members (the base demo model should be near chance)"
+    for name in ("demo-wiki", "demo-books")
+}
+
+
+def method_inputs(methods: list[str], *, ref_model: str | None, freq: Path | None, a: float,
+                  load: LoadOptions) -> dict:
+    """What the chosen methods need from the command line: a loaded reference model, a frequency table and its cap."""
+    inputs: dict = {}
+    if "ref" in methods:
+        if not ref_model:
+            fail("method ref needs --ref-model")
+        inputs["ref_model"] = load.load(ref_model)
+    if "dc_pdd" in methods:
+        if not freq:
+            fail("method dc_pdd needs --freq (build one with: mia freq build)")
+        inputs.update(freq=freq, a=a)
+    return inputs
+
+
+@app.command()
+def score(
+    model: str = ModelOpt,
+    input: Path = typer.Option(..., "--input", help=".txt/.md (one text), folder of .txt, .csv/.tsv/.jsonl/.json, "
+                               "or a built-in set (see: mia datasets)"),
+    output: Path = typer.Option(..., "--output", help="CSV of scores, one row per text"),
+    methods: str = MethodsOpt,
+    k: float = KOpt,
+    text_column: str = TextColumnOpt,
+    bos: str = BosOpt,
+    long_text: str = LongTextOpt,
+    ref_model: Optional[str] = RefModelOpt,
+    freq: Optional[Path] = FreqOpt,
+    a: float = AOpt,
+    param: Optional[List[str]] = ParamOpt,
+    device: str = DeviceOpt,
+    dtype: str = DtypeOpt,
+    allow_pickle: bool = PickleOpt,
+    trust_remote_code: bool = RemoteCodeOpt,
+    backend: str = BackendOpt,
+    ray_address: Optional[str] = RayAddressOpt,
+    ray_actors: Optional[int] = RayActorsOpt,
+) -> None:
+    """Score texts with membership-inference methods (higher = more likely a member)."""
+    names = method_names(methods)
+    check_options(k=k, bos=bos, long_text=long_text)
+    data = datasets.load(str(input)) if is_named_set(input) else read_texts(input, text_column=text_column)
+    writable(output)
+    load = LoadOptions(device, dtype, allow_pickle, trust_remote_code)
+    where = backend_options(backend, ray_address, ray_actors, load)
+    lm = load.for_driver(where).load(model)
+    extra = {**parse_params(param), **method_inputs(names, ref_model=ref_model, freq=freq, a=a, load=load)}
+    texts = data["text"].tolist()
+    progress = progress_bar("scoring")
+    try:
+        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
+        df = score_texts(lm, texts, names, k=k, bos=bos, long_text=long_text, progress=progress, stats=stats,
+                         **where, **extra)
+    except WorkerError as err:
+        fail(str(err))
+    df.insert(0, "n_tokens", [s.n_scored for s in stats])
+    df.insert(1, "long_text", [s.long_text for s in stats])
+    df.insert(0, "id", data["id"].to_numpy())
+    df.to_csv(output, index=False)
+    typer.echo(f"wrote {len(df)} rows × {len(names)} methods to {output}", err=True)
+
+
+@app.command("eval")
+def evaluate_cmd(
+    model: str = ModelOpt,
+    input: Path = typer.Option(..., "--input", help=".csv/.tsv/.jsonl/.json with a text and a 0/1 label column, "
+                               "or a built-in set: demo-wiki, demo-books (see: mia datasets)"),
+    output: Path = typer.Option(..., "--output", help="metrics JSON"),
+    methods: str = MethodsOpt,
+    label_column: str = LabelColumnOpt,
+    text_column: str = TextColumnOpt,
+    k: float = KOpt,
+    bos: str = BosOpt,
+    long_text: str = LongTextOpt,
+    ref_model: Optional[str] = RefModelOpt,
+    freq: Optional[Path] = FreqOpt,
+    a: float = AOpt,
+    n_boot: int = NBootOpt,
+    seed: int = typer.Option(0, "--seed", help="seed of the bootstrap and the blind baseline"),
+    per_class: Optional[int] = typer.Option(None, "--per-class", help="evaluate a seeded sample of at most this many "
+                                            "texts per class (as the Benchmark page does)"),
+    fit_gds: Optional[float] = typer.Option(None, "--fit-gds", help="also fit GDS on this share of the texts "
+                                            "(stratified); every method is then evaluated on the rest"),
+    gds_seed: Optional[int] = typer.Option(None, "--gds-seed", help="seed of the GDS split and MLP (default: --seed)"),
+    scores_output: Optional[Path] = typer.Option(None, "--scores-output", help="also write per-sample scores (CSV)"),
+    param: Optional[List[str]] = ParamOpt,
+    device: str = DeviceOpt,
+    dtype: str = DtypeOpt,
+    allow_pickle: bool = PickleOpt,
+    trust_remote_code: bool = RemoteCodeOpt,
+    backend: str = BackendOpt,
+    ray_address: Optional[str] = RayAddressOpt,
+    ray_actors: Optional[int] = RayActorsOpt,
+) -> None:
+    """Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and the blind baseline."""
+    names = [m for m in method_names(methods) if not (m == "gds" and fit_gds is not None)]
+    check_options(k=k, bos=bos, long_text=long_text, n_boot=n_boot)
+    if fit_gds is not None and not 0 < fit_gds < 1:
+        fail(f"--fit-gds must be in (0, 1) (got {fit_gds})")
+    data = labelled_input(input, text_column, label_column, per_class)
+    writable(output)
+    if scores_output is not None:
+        writable(scores_output)
+    load = LoadOptions(device, dtype, allow_pickle, trust_remote_code)
+    where = backend_options(backend, ray_address, ray_actors, load)
+    lm = load.for_driver(where).load(model)
+    params = parse_params(param)
+    inputs = method_inputs(names, ref_model=ref_model, freq=freq, a=a, load=load)
+    if "classifier" in params:
+        inputs["classifier"] = params.pop("classifier")
+    if "a" in inputs:
+        params["a"] = inputs.pop("a")
+    gds = None if fit_gds is None else GdsFit(fit_gds, seed if gds_seed is None else gds_seed, GdsSettings())
+    try:
+        result = evaluate_methods(lm, data, names, k=k, bos=bos, long_text=long_text, params=params, inputs=inputs,
+                                  fit_gds=gds, n_boot=n_boot, seed=seed, source=str(input), progress=progress_bar("scoring"),
+                                  **where)
+    except WorkerError as err:
+        fail(str(err))
+    report_eval(result, lm, output, scores_output, input, per_class)
+    if is_named_set(input) and str(input) in DEMO_SET_NOTES:
+        typer.echo(f"note: {DEMO_SET_NOTES[str(input)]}")
+
+
+def report_eval(result, lm: LanguageModel, output: Path, scores_output: Path | None, input: Path,
+                per_class: int | None) -> None:
+    """Write the metrics JSON (and scores CSV), print the table, the held-out note and the reproducing command."""
+    report, excluded = result.report, int((~result.held_out).sum())
+    if excluded and result.classifier is None:
+        typer.echo(f"note: {excluded} of {len(result.held_out)} texts were in the GDS classifier's training split; "
+                   f"every method is evaluated on the other {int(result.held_out.sum())}", err=True)
+    report["run"]["command"] = reproduce_command(report["run"], input_name=str(input), per_class=per_class)
+    output.write_text(json.dumps(report, indent=2))
+    if scores_output is not None:
+        result.scores.to_csv(scores_output, index=False)
+    if result.classifier is not None:
+        typer.echo(f"GDS, {result.classifier.describe()}; metrics on the {int(result.held_out.sum())} held-out texts:")
+    typer.echo(format_report(report, report["run"]["methods"]))
+    typer.echo(f"wrote {output}", err=True)

@@ -1,0 +1,52 @@
+"""DC-PDD (Zhang et al. 2024, Eq. 5–8): token probabilities calibrated by corpus token frequencies.
+
+α_t = −p(x_t | x_<t) · log f(x_t), capped at `a`, with f the Laplace-smoothed occurrence frequency
+of the token in a reference corpus (same tokenizer); β = mean of α over the first occurrence of
+each distinct token id. Higher β = member. The paper uses a = 0.01 (WikiMIA) and 10 (BookMIA).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...model.token_stats import TokenStats
+from ..registry import Score, register, require_tokens
+
+
+@dataclass(frozen=True)
+class DcPddParams:
+    a: float = 0.01
+    """Upper bound on each token's α (the paper's LUP strategy)."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.a, bool) or not isinstance(self.a, (int, float)) or not self.a > 0:
+            raise ValueError(f"a must be > 0 (got {self.a})")
+
+
+def first_occurrences(token_ids: np.ndarray) -> np.ndarray:
+    """Boolean mask of the first occurrence of each distinct token id."""
+    mask = np.zeros(token_ids.shape[0], dtype=bool)
+    mask[np.unique(token_ids, return_index=True)[1]] = True
+    return mask
+
+
+@register("dc_pdd", label="DC-PDD", params=DcPddParams, needs=("stats", "freq"), access=("target log-probs",),
+          centre=None, reading=lambda v: f"probability-weighted corpus rarity over first occurrences: {v:.4f}.",
+          formula=r"\alpha_t = \min\!\big(-p(x_t \mid x_{<t}) \log f(x_t),\ a\big),\ "
+                  r"\beta = \mathrm{mean}_{\text{first occurrences}}\ \alpha_t",
+          idea="Calibrates probabilities by how rare a token is in a reference corpus.",
+          cost="1 forward pass (+ a frequency table, built once)",
+          summary="Token probability × corpus surprise (−log frequency), capped, over first occurrences.")
+def dc_pdd(stats: TokenStats, params: DcPddParams, *, freq) -> Score:
+    """β = mean over first occurrences of min(−p_t · log f(x_t), a)."""
+    require_tokens(stats)
+    frequencies = freq.frequencies()
+    if stats.vocab_width and frequencies.shape[0] != stats.vocab_width:
+        raise ValueError(
+            f"frequency table has {frequencies.shape[0]} entries but the model's logits are {stats.vocab_width} wide"
+        )
+    p = np.exp(stats.logprob.astype(np.float64))
+    alpha = np.minimum(-p * np.log(frequencies[stats.token_ids]), params.a)
+    first = first_occurrences(stats.token_ids)
+    return Score(float(np.mean(alpha[first])), alpha, first)

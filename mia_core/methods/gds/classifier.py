@@ -1,0 +1,194 @@
+"""The GDS classifier: an MLP on gradient features (paper §4.4, App. A.6), saved as plain arrays (no pickle)."""
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ...model.language_model import LanguageModel
+from ...model.identity import text_sha256
+from .features import FEATURES, GdsSettings, Progress, feature_names, gradient_features
+from .split import check_labels, split_record, stratified_split
+
+#: Hidden layers of the MLP (the paper's 128, 64); Adam, lr 1e-3, early stopping.
+MLP_HIDDEN = (128, 64)
+FORMAT = "mia-lens-gds-classifier/1"
+
+
+
+
+def fit_mlp(features: np.ndarray, labels, *, seed: int = 0):
+    """The paper's classifier: StandardScaler + MLPClassifier(128, 64), Adam lr 1e-3, early stopping."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    mlp = MLPClassifier(hidden_layer_sizes=MLP_HIDDEN, solver="adam", learning_rate_init=1e-3,
+                        early_stopping=True, random_state=seed)
+    pipe = Pipeline([("scale", StandardScaler()), ("mlp", mlp)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return pipe.fit(np.asarray(features, dtype=np.float64), check_labels(labels))
+
+
+@dataclass(frozen=True)
+class GdsClassifier:
+    """A fitted GDS MLP as plain arrays (standardiser, ReLU layers, logistic output) and its spec.
+
+    spec : JSON-able: model name and fingerprint, LoRA settings, feature names, MLP settings, and the
+        split it learned from (fraction, seed, counts, ids of the training rows).
+    """
+
+    spec: dict
+    mean: np.ndarray
+    scale: np.ndarray
+    coefs: tuple[np.ndarray, ...]
+    intercepts: tuple[np.ndarray, ...]
+    memo: dict = field(default_factory=dict, compare=False, repr=False)  # (model, dtype, text) → log-odds
+
+    @classmethod
+    def from_pipeline(cls, pipe, spec: dict) -> "GdsClassifier":
+        scaler, mlp = pipe[0], pipe[-1]
+        if list(mlp.classes_) != [0, 1] or mlp.out_activation_ != "logistic":
+            raise ValueError("expected a binary MLP on 0/1 labels")
+        return cls(spec, scaler.mean_.copy(), scaler.scale_.copy(), tuple(c.copy() for c in mlp.coefs_),
+                   tuple(b.copy() for b in mlp.intercepts_))
+
+    @property
+    def settings(self) -> GdsSettings:
+        return GdsSettings(**self.spec["lora"])
+
+    @property
+    def feature_names(self) -> list[str]:
+        return list(self.spec["feature_names"])
+
+    def log_odds(self, features: np.ndarray) -> np.ndarray:
+        """(n, n_features) → (n,) member log-odds (the MLP's output before the logistic)."""
+        h = (np.asarray(features, dtype=np.float64) - self.mean) / self.scale
+        for w, b in zip(self.coefs[:-1], self.intercepts[:-1]):
+            h = np.maximum(h @ w + b, 0.0)
+        return (h @ self.coefs[-1] + self.intercepts[-1])[:, 0]
+
+    def predict_proba(self, features: np.ndarray) -> np.ndarray:
+        """(n,) member probabilities (= sklearn's `predict_proba(X)[:, 1]`)."""
+        from scipy.special import expit
+
+        return expit(self.log_odds(features))
+
+    def describe(self) -> str:
+        """One line for reports: supervised, and which split it learned from."""
+        s = self.spec["split"]
+        return (f"supervised: MLP trained on {s['n_train']} labelled texts ({s['train_members']} members, "
+                f"{s['train_nonmembers']} non-members) = {s['train_fraction']:.0%} of {s['source'] or 'the data'}, "
+                f"stratified, seed {s['seed']}")
+
+    def trained_on(self, text: str) -> bool:
+        """True when the text was one of the classifier's training rows (its score there is not a test)."""
+        return text_sha256(str(text)) in set(self.spec["split"].get("train_sha256", []))
+
+    def check(self, lm: LanguageModel, settings: GdsSettings | None = None) -> None:
+        """ValueError unless this classifier's feature spec matches the model (and the settings given)."""
+        model = self.spec["model"]
+        if model["fingerprint"] != lm.fingerprint:
+            raise ValueError(f"this GDS classifier was fitted on model {model['name']!r} (fingerprint "
+                             f"{model['fingerprint']}), not on {lm.name!r} (fingerprint {lm.fingerprint}); "
+                             "gradient features differ between models: fit one for this model (mia gds fit)")
+        if settings is not None and settings != self.settings:
+            raise ValueError(f"this GDS classifier was fitted with LoRA settings {self.settings}, not {settings}")
+        if feature_names(lm.model) != self.feature_names:
+            raise ValueError("this GDS classifier's feature names (LoRA target modules) do not match the model's")
+
+    def score_texts(self, lm: LanguageModel, texts: Sequence[str], *, batch_tokens: int | None = None,
+                    progress: Progress | None = None) -> np.ndarray:
+        """(n,) member log-odds of texts (higher = member); features batched, remembered per text."""
+        self.check(lm)
+        key = (lm.fingerprint, str(lm.dtype))
+        todo = [t for t in dict.fromkeys(map(str, texts)) if (*key, t) not in self.memo]
+        if todo:
+            values = self.log_odds(gradient_features(lm, todo, self.settings, batch_tokens=batch_tokens, progress=progress))
+            self.memo.update({(*key, t): float(v) for t, v in zip(todo, values)})
+        return np.array([self.memo[(*key, str(t))] for t in texts], dtype=np.float64)
+
+    def save(self, folder: str | Path) -> Path:
+        """`spec.json` + `mlp.npz` (plain arrays, no pickle) in `folder` (created; its parent must exist)."""
+        folder = Path(folder)
+        folder.mkdir(exist_ok=True)
+        arrays = {"mean": self.mean, "scale": self.scale}
+        arrays.update({f"coef_{i}": c for i, c in enumerate(self.coefs)})
+        arrays.update({f"intercept_{i}": b for i, b in enumerate(self.intercepts)})
+        np.savez(folder / "mlp.npz", **arrays)
+        (folder / "spec.json").write_text(json.dumps(self.spec, indent=1))
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "GdsClassifier":
+        """Rebuild a saved classifier (`allow_pickle=False`); shapes are checked against the spec."""
+        folder = Path(folder)
+        if not (folder / "spec.json").is_file() or not (folder / "mlp.npz").is_file():
+            raise FileNotFoundError(f"no GDS classifier in {folder} (expected spec.json and mlp.npz; see: mia gds fit)")
+        spec = json.loads((folder / "spec.json").read_text())
+        if spec.get("format") != FORMAT:
+            raise ValueError(f"{folder / 'spec.json'} is not a GDS classifier spec ({FORMAT})")
+        n_layers = len(spec["mlp"]["hidden"]) + 1
+        with np.load(folder / "mlp.npz", allow_pickle=False) as z:
+            mean, scale = z["mean"], z["scale"]
+            coefs = tuple(z[f"coef_{i}"] for i in range(n_layers))
+            intercepts = tuple(z[f"intercept_{i}"] for i in range(n_layers))
+        widths = [len(spec["feature_names"])] + list(spec["mlp"]["hidden"]) + [1]
+        if mean.shape != scale.shape or mean.shape != (widths[0],) or any(
+                c.shape != (a, b) or i.shape != (b,) for c, i, a, b in zip(coefs, intercepts, widths, widths[1:])):
+            raise ValueError(f"{folder / 'mlp.npz'} does not match the shapes in its spec.json")
+        return cls(spec, mean, scale, coefs, intercepts)
+
+
+def as_classifier(classifier) -> GdsClassifier:
+    """A `GdsClassifier`, or one loaded from a folder path (loaded once per folder and modification time)."""
+    if isinstance(classifier, GdsClassifier):
+        return classifier
+    if isinstance(classifier, (str, Path)):
+        folder = Path(classifier).resolve()
+        spec = folder / "spec.json"
+        return _load_cached(str(folder), spec.stat().st_mtime_ns if spec.exists() else 0)
+    raise TypeError(f"classifier must be a GdsClassifier or its folder (got {type(classifier).__name__})")
+
+
+@lru_cache(maxsize=8)
+def _load_cached(folder: str, mtime_ns: int) -> GdsClassifier:
+    return GdsClassifier.load(folder)
+
+
+def fit_classifier(features: np.ndarray, labels, lm: LanguageModel, *, settings: GdsSettings, seed: int, split: dict) -> GdsClassifier:
+    """Fit the MLP on feature rows and record what it learned from (`split`) in its spec."""
+    pipe = fit_mlp(features, labels, seed=seed)
+    spec = {
+        "format": FORMAT, "method": "gds", "supervised": True,
+        "model": {"name": lm.name, "fingerprint": lm.fingerprint, "dtype": str(lm.dtype)},
+        "lora": asdict(settings), "features_per_matrix": list(FEATURES), "feature_names": feature_names(lm.model),
+        "mlp": {"hidden": list(MLP_HIDDEN), "solver": "adam", "learning_rate_init": 1e-3, "early_stopping": True,
+                "seed": seed, "n_iter": int(pipe[-1].n_iter_)},
+        "split": split, "versions": _versions("torch", "peft", "transformers", "scikit-learn"),
+    }
+    return GdsClassifier.from_pipeline(pipe, spec)
+
+
+def fit_texts(lm: LanguageModel, texts: Sequence[str], labels, *, ids=None, settings: GdsSettings = GdsSettings(),
+              train_fraction: float = 0.3, seed: int = 0, source: str = "", batch_tokens: int | None = None,
+              progress: Progress | None = None) -> GdsClassifier:
+    """Split labelled texts (stratified, seeded), compute features of the training rows, fit the MLP."""
+    y = check_labels(labels)
+    train, test = stratified_split(y, train_fraction=train_fraction, seed=seed)
+    features = gradient_features(lm, [texts[i] for i in train], settings, batch_tokens=batch_tokens, progress=progress)
+    split = split_record(y, train, test, ids, train_fraction=train_fraction, seed=seed, source=source, texts=texts)
+    return fit_classifier(features, y[train], lm, settings=settings, seed=seed, split=split)
+
+
+def _versions(*packages: str) -> dict[str, str]:
+    from importlib.metadata import version
+
+    return {p: version(p) for p in packages}

@@ -1,0 +1,92 @@
+"""Neighbourhood comparison (Mattern et al. 2023, "Membership Inference Attacks against Language Models
+via Neighbourhood Comparison", Findings of ACL): the text's likelihood against that of texts a few words away.
+
+Score = mean logprob(text) − aggregate over neighbours of mean logprob(neighbour) (higher = member):
+a memorised text is likelier than its close neighbours, an unseen one is not. `aggregate="mean"` is the
+paper's; MIMIR's code takes the max (METHODS.md). Neighbours come from `mia_core.methods.neighbor.engine`: a masked LM
+(`mask_model=` hub id or folder; bert-base-uncased in the paper) or, offline, the target itself
+(`mask_model="self"`, a different variant, labelled "Neighbor (self-proposed)"). All neighbours of a
+text are scored in one batched `lm.token_stats` call, under the text's BOS and long-text policies. The
+per-token scores shown are the text's own log-probs (neighbours do not align token by token).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...model.language_model import LanguageModel
+from .engine import make_neighbors, proposer_for
+from ...model.token_stats import TokenStats
+from ..registry import Score, register, require_tokens
+
+AGGREGATES = ("mean", "max")
+
+
+@dataclass(frozen=True)
+class NeighborParams:
+    n_neighbors: int = 25
+    """Neighbours per text (the paper and MIMIR: 25)."""
+    swap_fraction: float = 0.05
+    """Fraction of the proposer's tokens swapped in each neighbour, at least one (MIMIR: 5%)."""
+    aggregate: str = "mean"
+    """How the neighbours' mean log-probs combine: "mean" (the paper) or "max" (MIMIR's code)."""
+    mask_model: str = "self"
+    """A masked LM (hub id or local folder, e.g. bert-base-uncased), or "self": the target proposes."""
+    seed: int = 0
+    """Seed of the neighbour sampling (positions, replacements, embedding dropout)."""
+
+    def __post_init__(self) -> None:
+        check_params(self)
+
+
+def check_params(params: NeighborParams) -> None:
+    """Clear errors for parameters out of range (CLI values arrive as int/float/str)."""
+    if not _is_int(params.n_neighbors) or params.n_neighbors < 1:
+        raise ValueError(f"n_neighbors must be an integer ≥ 1 (got {params.n_neighbors!r})")
+    if isinstance(params.swap_fraction, bool) or not isinstance(params.swap_fraction, (int, float)) \
+            or not 0 < params.swap_fraction <= 1:
+        raise ValueError(f"swap_fraction must be in (0, 1] (got {params.swap_fraction!r})")
+    if params.aggregate not in AGGREGATES:
+        raise ValueError(f"aggregate must be one of {AGGREGATES} (got {params.aggregate!r})")
+    if not isinstance(params.mask_model, str) or not params.mask_model.strip():
+        raise ValueError(f"mask_model must be 'self' or a masked LM's hub id or folder (got {params.mask_model!r})")
+    if not _is_int(params.seed) or params.seed < 0:
+        raise ValueError(f"seed must be an integer ≥ 0 (got {params.seed!r})")
+
+
+def _is_int(value) -> bool:
+    """An integer that is not a bool (True would otherwise count as 1)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+@register("neighbor", label="Neighbourhood", params=NeighborParams, needs=("stats", "lm"), token_level=False,
+          centre=None,
+          reading=lambda v: f"the text is {abs(v):.2f} nats per token {'more' if v >= 0 else 'less'} likely than texts "
+                            "a few words away; a memorised text stands out from its neighbours.",
+          formula=r"\mathrm{score}(x) = \overline{\log p}(x) - \frac{1}{N}\sum_{\tilde x \in \mathcal{N}(x)} "
+                  r"\overline{\log p}(\tilde x)",
+          idea="A memorised text is likelier than texts a few words away from it; an unseen one is not.",
+          access=("target log-probs", "extra model"),
+          cost="1 + n_neighbors forward passes + proposals (self: 1 pass; masked LM: 1 per swapped position)",
+          summary="Mean log-prob of the text minus that of neighbours with a few words swapped (masked LM or the target).")
+def neighbor(stats: TokenStats, params: NeighborParams, *, lm: LanguageModel) -> Score:
+    """`mean logprob(text) − mean|max over neighbours of mean logprob(neighbour)`."""
+    require_tokens(stats)
+    found = make_neighbors(stats, proposer_for(params.mask_model, lm), n=int(params.n_neighbors),
+                           swap_fraction=float(params.swap_fraction), seed=int(params.seed))
+    texts = list(dict.fromkeys(nb.text for nb in found.neighbors))  # repeats are scored once
+    by_text = dict(zip(texts, lm.token_stats(texts, **stats.policies)))
+    for s in by_text.values():
+        require_tokens(s)
+    means = np.array([np.mean(by_text[nb.text].logprob, dtype=np.float64) for nb in found.neighbors])
+    own = stats.logprob.astype(np.float64)
+    reference = float(means.mean() if params.aggregate == "mean" else means.max())
+    details = {
+        "variant": found.variant,
+        "aggregate": params.aggregate,
+        "swap_unit": found.unit,
+        "neighbors": [{"neighbor": nb.text, "mean_logprob": float(m), "swapped": len(nb.swaps)}
+                      for nb, m in zip(found.neighbors, means)],
+    }
+    return Score(float(np.mean(own)) - reference, own, np.ones(stats.n_scored, bool), details)

@@ -1,0 +1,251 @@
+"""`LanguageModel`: a causal LM with its tokenizer, identity, and the one method that runs it.
+
+`token_stats` turns texts into `TokenStats` (METHODS.md): tokenise, apply the BOS policy, split
+texts longer than the context into sliding windows (or truncate), run batched forward passes,
+and cache the result on disk.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from .boundary import boundary_token_id
+from .forward import Segment, run_segments, split_windows
+from .identity import tokenizer_fingerprint
+from .policy import StatsPolicy
+from ..paths import cache_root
+from .stats_cache import StatsCache
+from .token_stats import TokenStats
+
+#: Padded tokens per batch on CPU; on CUDA the budget comes from free memory.
+CPU_BATCH_TOKENS = 4096
+
+
+class LanguageModel:
+    """A loaded causal LM: `.model`, `.tokenizer`, `.name`, `.spec`, `.device`, `.fingerprint`."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer,
+        *,
+        name: str,
+        fingerprint: str | None = None,
+        max_length: int | None = None,
+        stats_cache: StatsCache | None = None,
+        spec: str | None = None,
+    ):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        #: What `load_model` was given to load it ("demo", "demo-known", a folder, a hub id): workers load it again from this.
+        self.spec = spec or name
+        self.fingerprint = fingerprint or _weights_fingerprint(model, tokenizer)
+        config_max = getattr(model.config, "max_position_embeddings", None) or getattr(
+            model.config, "n_positions", None
+        )
+        self.max_length = min(v for v in (max_length, config_max, 1 << 20) if v)
+        if self.max_length < 2:
+            raise ValueError(f"max_length must be at least 2 tokens (got {self.max_length})")
+        self._boundary = boundary_token_id(tokenizer)
+        self.stats_cache = stats_cache if stats_cache is not None else StatsCache(cache_root() / "stats")
+        #: Token budget per batch of the last statistics run (after any halving on out-of-memory).
+        self.last_batch_tokens: int | None = None
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+    @property
+    def vocab_width(self) -> int:
+        """Width of the logits (may exceed `len(tokenizer)`, e.g. 50304 for Pythia)."""
+        return int(self.model.get_output_embeddings().weight.shape[0])
+
+    def __repr__(self) -> str:
+        return f"LanguageModel({self.name!r}, device={self.device}, dtype={self.dtype}, fingerprint={self.fingerprint})"
+
+    def token_stats(
+        self,
+        texts: Sequence[str],
+        bos: str = "auto",
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        long_text: str = "sliding",
+        cache: bool = True,
+        batch_tokens: int | None = None,
+    ) -> list[TokenStats]:
+        """Per-token statistics of every text, in input order.
+
+        bos : "auto" prepends the document-boundary token (see `mia_core.model.boundary`) so every text
+            token is scored; "none" reproduces the Min-K%/Min-K%++ reference code (first token unscored).
+        progress : called as progress(done, total), counted in tokens.
+        long_text : texts longer than `max_length` tokens are scored in sliding windows with at
+            least max_length/2 tokens of left context ("sliding"), or cut to the first max_length
+            tokens ("truncate"); `TokenStats.long_text` says which happened.
+        cache : read and write the on-disk statistics cache.
+        batch_tokens : padded tokens per batch (default: 4096 on CPU, from free memory on CUDA).
+        """
+        StatsPolicy(bos, long_text)  # validates both, naming the closest valid value
+        texts = [str(t) for t in texts]
+        boundary = self._boundary if bos == "auto" else None  # tokenizer configs can change it
+        model_key = f"{self.fingerprint}|{self.dtype}|bos={bos}:{boundary}|{long_text}|ctx={self.max_length}"
+        keys = [self.stats_cache.key(model_key, t) for t in texts] if cache else []
+        out: list[TokenStats | None] = [self.stats_cache.get(k, t) for k, t in zip(keys, texts)] if cache else [None] * len(texts)
+        todo = [i for i, s in enumerate(out) if s is None]
+        if todo:
+            computed = self._compute([texts[i] for i in todo], bos, long_text, progress, batch_tokens)
+            for i, stats in zip(todo, computed):
+                out[i] = stats
+                if cache:
+                    self.stats_cache.put(keys[i], stats)
+        elif progress is not None:
+            progress(1, 1)
+        return out  # type: ignore[return-value]
+
+    def _compute(self, texts, bos, long_text, progress, batch_tokens) -> list[TokenStats]:
+        """Tokenise, window and run the model on texts that were not cached."""
+        boundary = self._boundary if bos == "auto" else None
+        encodings = self._encode_many(texts)
+        segments: list[Segment] = []
+        flags = []
+        for owner, (ids, _) in enumerate(encodings):
+            full = self._with_boundary(ids, bos)
+            if len(full) < 2:  # nothing to score (empty text, or one token with no boundary)
+                windows, flag = [], "none"
+            elif len(full) <= self.max_length:
+                windows, flag = [(0, len(full), 1)], "none"
+            elif long_text == "truncate":
+                windows, flag = [(0, self.max_length, 1)], "truncated"
+            else:
+                windows, flag = split_windows(len(full), self.max_length, self.max_length // 2), "sliding"
+            flags.append(flag)
+            segments += [Segment(owner, full[a:b], s) for a, b, s in windows]
+        seg_stats = self._run(segments, batch_tokens, progress)
+        per_text: list[list[dict]] = [[] for _ in texts]
+        for seg, stats in zip(segments, seg_stats):
+            per_text[seg.owner].append(stats)
+        boundary_str = self.tokenizer.convert_ids_to_tokens(boundary) if boundary is not None else None
+        return [
+            self._assemble(text, encodings[i], parts, bos, boundary_str, flags[i])
+            for i, (text, parts) in enumerate(zip(texts, per_text))
+        ]
+
+    def _run(self, segments, batch_tokens, progress) -> list[dict]:
+        """Run the segments; on a CUDA out-of-memory error halve the token budget and retry."""
+        budget = batch_tokens or self._auto_batch_tokens()
+        # padded positions are masked, so any id the embedding has will do
+        pad_id = self.tokenizer.pad_token_id
+        pad_id = pad_id if pad_id is not None and pad_id < self.vocab_width else 0
+        while True:
+            try:
+                self.last_batch_tokens = budget
+                return run_segments(self.model, segments, batch_tokens=budget, pad_id=pad_id, progress=progress)
+            except torch.cuda.OutOfMemoryError:
+                if budget <= self.max_length:
+                    raise
+                torch.cuda.empty_cache()
+                budget = max(self.max_length, budget // 2)
+
+    def _with_boundary(self, ids: list[int], bos: str) -> list[int]:
+        """The ids a pass feeds for a text's ids: the document-boundary token first under bos="auto"."""
+        return ([self._boundary] if bos == "auto" and self._boundary is not None else []) + ids
+
+    def _encode(self, text: str) -> tuple[list[int], list[tuple[int, int]] | None]:
+        """Token ids with `add_special_tokens=True` and character offsets (where the tokenizer has them).
+
+        Special tokens a tokenizer appends after the text (an EOS) are dropped: they are not text.
+        """
+        return self._encode_many([text])[0]
+
+    def _encode_many(self, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]] | None]]:
+        """`_encode` of every text, in one batched tokenizer call (parallel in fast tokenizers)."""
+        if not texts:
+            return []
+        try:
+            enc = self.tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True,
+                                 return_special_tokens_mask=True)
+            offsets = list(enc["offset_mapping"])  # per text: a list of (start, end)
+        except (NotImplementedError, ValueError):  # slow tokenizers have no offsets
+            enc = self.tokenizer(texts, add_special_tokens=True, return_special_tokens_mask=True)
+            offsets = [None] * len(texts)
+        return [self._drop_trailing_specials(list(ids), list(special), spans)
+                for ids, special, spans in zip(enc["input_ids"], enc["special_tokens_mask"], offsets)]
+
+    def _drop_trailing_specials(self, ids: list[int], special: list[int], offsets: list | None):
+        """(ids, offsets) without the special tokens a tokenizer appends after the text (a leading BOS stays)."""
+        end = len(ids)
+        while end > 0 and special[end - 1] and (end > 1 or ids[0] != self.tokenizer.bos_token_id):
+            end -= 1
+        return ids[:end], offsets[:end] if offsets is not None else None
+
+    def _assemble(self, text, encoding, parts, bos, boundary_str, flag) -> TokenStats:
+        """Join window statistics and attach ids, display strings and offsets of the scored tokens."""
+        ids, offsets = encoding
+        n_scored = sum(len(p["logprob"]) for p in parts)
+        # scored tokens are full[1 : 1 + n_scored]; full = [boundary] + ids, or ids itself
+        first = 0 if boundary_str is not None else 1
+        first_token_scored = boundary_str is not None or bool(ids) and ids[0] == self.tokenizer.bos_token_id
+        scored_ids = np.asarray(ids[first : first + n_scored], dtype=np.int64)
+        if offsets is not None:
+            spans = np.asarray(offsets[first : first + n_scored], dtype=np.int64).reshape(-1, 2)
+        else:
+            spans = np.zeros((n_scored, 2), dtype=np.int64)
+        tokens = [  # plain Python ints: iterating numpy arrays element by element costs 3× more
+            text[a:b] if b > a else self.tokenizer.convert_ids_to_tokens(t)
+            for t, (a, b) in zip(scored_ids.tolist(), spans.tolist())
+        ]
+        joined = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
+        return TokenStats(
+            text=text,
+            token_ids=scored_ids,
+            tokens=tokens,
+            offsets=spans,
+            logprob=joined.get("logprob", np.empty(0, np.float32)),
+            mu=joined.get("mu", np.empty(0, np.float32)),
+            sigma=joined.get("sigma", np.empty(0, np.float32)),
+            top1_id=joined.get("top1_id", np.empty(0, np.int64)),
+            top1_logprob=joined.get("top1_logprob", np.empty(0, np.float32)),
+            entropy=joined.get("entropy", np.empty(0, np.float32)),
+            rank=joined.get("rank", np.empty(0, np.int64)),
+            bos_policy=bos,
+            boundary_token=boundary_str,
+            first_token_scored=first_token_scored,
+            long_text=flag,
+            n_text_tokens=len(ids),
+            vocab_width=self.vocab_width,
+        )
+
+    def _auto_batch_tokens(self) -> int:
+        """Token budget per batch: fixed on CPU; on CUDA, sized from free memory (a heuristic)."""
+        if self.device.type != "cuda":
+            return CPU_BATCH_TOKENS
+        free, _ = torch.cuda.mem_get_info(self.device)
+        # memory this process's allocator holds but does not use is free for us too (after a big batch,
+        # the caching allocator keeps it reserved and the driver reports it as used)
+        free += torch.cuda.memory_reserved(self.device) - torch.cuda.memory_allocated(self.device)
+        cfg = self.model.config
+        hidden = getattr(cfg, "hidden_size", 1024)
+        inter = getattr(cfg, "intermediate_size", None) or 4 * hidden
+        elem = torch.finfo(self.dtype).bits // 8
+        # live activations of one layer per token (attention runs fused: memory linear in T);
+        # an out-of-memory error halves the budget and retries (`_run`)
+        per_token = elem * (8 * hidden + 4 * inter)
+        return int(min(max(free * 0.5 // per_token, self.max_length), 1 << 17))
+
+
+def _weights_fingerprint(model: nn.Module, tokenizer) -> str:
+    """Hash of every parameter tensor and the tokenizer (for models built in memory)."""
+    digest = hashlib.sha256(tokenizer_fingerprint(tokenizer).encode())
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
+

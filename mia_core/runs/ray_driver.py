@@ -1,0 +1,235 @@
+"""The Ray backend: score on a Ray cluster, one model actor per GPU (CPU actors where there is none).
+
+Ray is optional (`requirements-scale.txt`) and imported only here, only when this backend runs.
+The driver cuts the work into chunks (the local path's batches), builds a `ray.data` dataset of
+them and runs `map_batches` with `ChunkWorker`, a callable class whose actors each load the model
+by its spec (never a model object) and check its fingerprint. Workers send back compact results —
+scores, or `TokenStats` arrays packed as npz bytes, never logits — which the driver consumes as
+they stream (`iter_batches`), so a caller can commit each chunk at once. A chunk whose call raises
+comes back as error rows; the driver runs those chunks again (another Ray pass) and reports what
+still fails, keeping everything finished.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from ..model.forward import pack_lengths
+from ..model.language_model import LanguageModel
+from ..model.policy import StatsPolicy
+from ..model.token_stats import TokenStats
+from .ray_worker import FAIL_ENV, ChunkWorker
+from .stats_task import stats_failed, stats_task, unpack_stats
+
+INSTALL_HINT = "the Ray backend needs Ray: pip install -r requirements-scale.txt"
+#: Variables the workers of an existing cluster get from the driver (cache location, offline hub).
+FORWARD_ENV = ("MIA_LENS_CACHE", "HF_HUB_OFFLINE", "HF_HOME", "HF_HUB_CACHE")
+#: Padded tokens per chunk of `token_stats` work: 4 local CPU batches; on GPUs the largest local budget.
+CPU_CHUNK_TOKENS = 4 * 4096
+GPU_CHUNK_TOKENS = 1 << 17
+Chunk = tuple[list, list[str]]  # (ids, texts)
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where and how the Ray backend runs."""
+
+    address: str | None = None
+    """Cluster address (`ray://…` or host:port); None: `$RAY_ADDRESS`, else a new local instance on loopback."""
+    actors: int | None = None
+    """Model actors; None: one per GPU of the cluster, else one per `cpus_per_actor` CPUs (never more than chunks)."""
+    cpus_per_actor: int = 1
+    """CPUs (and torch threads) each actor takes on a cluster without GPUs."""
+    model: str | None = None
+    """Model spec the workers load; None: the run's spec, or the driver model's folder."""
+    model_options: dict | None = None
+    """`load_model` options on the workers (device, dtype, allow_pickle, …); None: the driver model's dtype and context."""
+    runtime_env: dict | None = None
+    """Ray runtime env for the actors (e.g. pip, working_dir); `FORWARD_ENV` variables are added."""
+    retries: int = 1
+    """Further Ray passes over chunks that failed."""
+    chunk_tokens: int | None = None
+    """Padded tokens per chunk of `token_stats` work (None: 16k on CPU clusters, 128k on GPU ones)."""
+
+
+class WorkerError(RuntimeError):
+    """Chunks that still failed on the workers after every retry (finished work is kept)."""
+
+
+def resolve_options(address: str | None, options: RayOptions | None) -> RayOptions:
+    """`options` (default ones if None) with `address` when one is given."""
+    options = options or RayOptions()
+    return replace(options, address=address) if address else options
+
+
+def require_ray():
+    """The `ray` module with `ray.data`, or an ImportError saying how to install it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError as err:
+        raise ImportError(f"{INSTALL_HINT} ({err})") from None
+    return ray
+
+
+def connect(address: str | None = None):
+    """Join the cluster at `address` (or `$RAY_ADDRESS`); without either, start a local instance on loopback."""
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if address is None:  # a one-machine instance: bind and talk on 127.0.0.1 only (read when ray is imported)
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    ray = require_ray()
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # our own progress and errors say what happens
+    if not ray.is_initialized():  # an instance the caller started is used as it is
+        if address is None:
+            ray.init(address="local", include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        else:
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    return ray
+
+
+def model_spec_of(lm: LanguageModel) -> str:
+    """The spec a worker loads to get the driver's model: "demo", "demo-known", a folder (absolute) or a hub id."""
+    return absolute_spec(lm.spec)
+
+
+def absolute_spec(spec: str) -> str:
+    """A local folder as an absolute path (workers run elsewhere); any other spec unchanged."""
+    path = Path(spec).expanduser()
+    return str(path.resolve()) if spec not in ("demo", "demo-known") and path.is_dir() else spec
+
+
+def model_options_of(lm: LanguageModel) -> dict:
+    """Worker load options that reproduce the driver model's numbers: its dtype and context length."""
+    return {"dtype": str(lm.dtype).removeprefix("torch."), "max_length": lm.max_length}
+
+
+def run_chunks(chunks: list[Chunk], job: dict, options: RayOptions,
+               on_done: Callable[[int, pd.DataFrame], None]) -> dict[int, str]:
+    """Run every chunk on the actor pool, calling `on_done(chunk, rows)` as each finishes (rows in id order).
+
+    `job` tells the workers what to do (`ChunkWorker`). Failed chunks are run again `options.retries`
+    times; returns {chunk: error} of those that still failed.
+    """
+    ray = connect(options.address)
+    todo = list(range(len(chunks)))
+    failed: dict[int, str] = {}
+    attempts = 1 + max(0, options.retries)
+    for attempt in range(attempts):
+        if not todo:
+            break
+        if attempt:
+            LOG.warning("%d of %d chunks failed on the Ray workers (first error: %s); retrying them (attempt %d of %d)",
+                        len(todo), len(chunks), failed[todo[0]], attempt + 1, attempts)
+        drill = _drill_chunks() if attempt == 0 else ()
+        failed = _one_pass(ray, {c: chunks[c] for c in todo}, job, options, drill, on_done)
+        todo = sorted(failed)
+    return failed
+
+
+def _one_pass(ray, chunks: dict[int, Chunk], job: dict, options: RayOptions, drill: tuple[int, ...],
+              on_done: Callable[[int, pd.DataFrame], None]) -> dict[int, str]:
+    """One `ray.data` pass over the chunks; {chunk: error} of those that failed or never came back."""
+    items = [{"chunk": c, "ids": list(ids), "texts": list(texts)} for c, (ids, texts) in chunks.items()]
+    size, resources = _actor_pool(ray, options, len(items))
+    if options.address or os.environ.get("RAY_ADDRESS"):  # an existing cluster: its workers need our settings
+        env = {**(options.runtime_env or {})}
+        env["env_vars"] = {**{k: os.environ[k] for k in FORWARD_ENV if k in os.environ}, **env.get("env_vars", {})}
+        resources["runtime_env"] = env
+    elif options.runtime_env:
+        resources["runtime_env"] = options.runtime_env
+    dataset = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+        ChunkWorker, batch_size=1, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=size),
+        fn_constructor_kwargs={"job": job, "drill": drill}, **resources)
+    failed: dict[int, str] = {}
+    waiting = set(chunks)
+    try:
+        for batch in dataset.iter_batches(batch_size=None, batch_format="pandas"):
+            for chunk, rows in batch.groupby("chunk", sort=False):
+                chunk = int(chunk)
+                waiting.discard(chunk)
+                errors = rows["error"][rows["error"] != ""]
+                if len(errors):
+                    failed[chunk] = str(errors.iloc[0])
+                    continue
+                order = {key: i for i, key in enumerate(chunks[chunk][0])}
+                on_done(chunk, rows.sort_values("id", key=lambda s: s.map(order)).drop(columns=["chunk", "error"])
+                        .reset_index(drop=True))
+    except Exception as err:  # the pass itself broke (an actor died, the cluster went away): retry what is left
+        failed.update({c: f"{type(err).__name__}: {err}".splitlines()[0] for c in waiting})
+    return failed
+
+
+def _actor_pool(ray, options: RayOptions, n_chunks: int) -> tuple[int, dict]:
+    """(actors, resources per actor): one per GPU with `num_gpus=1`, else CPU actors with `num_cpus=cpus_per_actor`."""
+    available = ray.cluster_resources()
+    gpus = int(available.get("GPU", 0))
+    if gpus:
+        return max(1, min(options.actors or gpus, gpus, n_chunks)), {"num_gpus": 1}
+    per_actor = max(1, options.cpus_per_actor)
+    fits = max(1, int(available.get("CPU", 1)) // per_actor)
+    return max(1, min(options.actors or fits, fits, n_chunks)), {"num_cpus": per_actor}
+
+
+def cluster_has_gpus(options: RayOptions) -> bool:
+    """Whether the cluster has GPUs (then actors take one each, and chunks are larger)."""
+    return int(connect(options.address).cluster_resources().get("GPU", 0)) > 0
+
+
+def _drill_chunks() -> tuple[int, ...]:
+    """Chunks the failure drill (`FAIL_ENV`) makes fail on their first attempt."""
+    raw = os.environ.get(FAIL_ENV, "")
+    return tuple(int(x) for x in raw.split(",") if x.strip())
+
+
+def token_stats(lm: LanguageModel, texts: list[str], *, bos: str = "auto", long_text: str = "sliding",
+                options: RayOptions | None = None, progress: Callable[[int, int], None] | None = None) -> list[TokenStats]:
+    """`lm.token_stats(texts)` computed by model actors on the cluster, in input order.
+
+    Texts are sorted by length and cut into chunks of about `options.chunk_tokens` padded tokens;
+    each worker packs its chunk into batches under its own budget, as the local path does.
+    """
+    StatsPolicy(bos, long_text)  # validated before any worker starts
+    options = options or RayOptions()
+    texts = [str(t) for t in texts]
+    if not texts:
+        return []
+    costs = [_cost(len(ids) + 1, lm.max_length, long_text) for ids in lm.tokenizer(texts)["input_ids"]]
+    budget = options.chunk_tokens or (GPU_CHUNK_TOKENS if cluster_has_gpus(options) else CPU_CHUNK_TOKENS)
+    chunks = [(ids, [texts[j] for j in ids]) for ids in pack_lengths(costs, budget)]
+    job = {"task": stats_task, "failed_rows": stats_failed, "model": absolute_spec(options.model) if options.model else model_spec_of(lm),
+           "fingerprint": lm.fingerprint, "load": options.model_options or model_options_of(lm),
+           "bos": bos, "long_text": long_text}
+    out: list[TokenStats | None] = [None] * len(texts)
+    total, done = sum(costs), 0
+
+    def collect(chunk: int, rows: pd.DataFrame) -> None:
+        nonlocal done
+        for i, payload in zip(rows["id"], rows["payload"]):
+            out[int(i)] = unpack_stats(payload, texts[int(i)])
+            done += costs[int(i)]
+        if progress is not None:
+            progress(done, total)
+
+    failed = run_chunks(chunks, job, options, collect)
+    if failed:
+        n = sum(len(chunks[c][0]) for c in failed)
+        raise WorkerError(f"{n} of {len(texts)} texts failed on the Ray workers after {1 + options.retries} "
+                          f"attempts (first error: {next(iter(failed.values()))})")
+    return out  # type: ignore[return-value]
+
+
+def _cost(n_tokens: int, context: int, long_text: str) -> int:
+    """Padded tokens a text costs: cut to the context, or about twice its length in half-overlapping windows."""
+    if n_tokens <= context:
+        return n_tokens
+    return context if long_text == "truncate" else 2 * n_tokens
