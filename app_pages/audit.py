@@ -14,9 +14,9 @@ from mia_core.audit.figures import books_figure, calibration_figure, snippet_sco
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit
 from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, snippet_heatmap
 from mia_core.audit.sources import read_audit_inputs, write_uploads
-from mia_core.runs.store import ResultsStore, default_store_path
 from mia_core.inputs.tables import InputError
 from mia_core.methods import stats_only_methods
+from mia_core.runs.store import ResultsStore, default_store_path
 from ui.jobs import job_state, start_scoring
 from ui.models import cached_model
 

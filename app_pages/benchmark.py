@@ -15,11 +15,11 @@ import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core.methods import methods_for
 from mia_core import datasets
-from mia_core.inputs.benchmarks import BENCHMARKS, load_benchmark
 from mia_core.evaluation import GdsFit, evaluate_methods, reproduce_command
+from mia_core.inputs.benchmarks import BENCHMARKS, load_benchmark
 from mia_core.inputs.tables import InputError, read_labelled
+from mia_core.methods import methods_for
 from ui.charts import bucket_table, distribution_figure, roc_figure
 from ui.models import cached_model
 

@@ -9,17 +9,15 @@ import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.heatmap import heatmap_html
-from mia_core.methods import stats_only_methods
+from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
+from mia_core.methods import methods_for, reading, stats_only_methods
 from ui.models import cached_model, cached_stats
-from mia_core.methods import reading
 
 #: Methods that need nothing but the target's statistics: switching between them is free.
 STATS_ONLY = stats_only_methods()
 #: Methods that run the target model again: computed on request (they cost more), kept per session.
-EXTRA_PASSES = [name for name, spec in mia_core.METHODS.items()
-                if "lm" in spec.needs and set(spec.needs) <= {"stats", "lm"}]
+EXTRA_PASSES = [name for name in methods_for(("stats", "lm")) if name not in STATS_ONLY]
 SAMPLE = ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
           "foolishness, it was the epoch of belief, it was the epoch of incredulity.")
 

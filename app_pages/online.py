@@ -7,8 +7,8 @@ import mia_core
 from mia_core.audit.online import (
     OnlineParams, demo_passages, join_passages, label_windows, window_auroc, window_scores, window_view,
 )
-from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.heatmap import heatmap_html
+from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.methods import stats_only_methods
 from ui.models import cached_model, cached_stats
 from ui.windows import window_figure

@@ -28,8 +28,10 @@ import torch
 from common import stdlib_prose
 
 import mia_core
+from mia_core.methods.gds.features import (
+    CPU_BATCH_TOKENS, FEATURES, GdsSettings, encode, features_loop, gradient_features,
+)
 from mia_core.model.forward import Segment, pack_batches, pad_right
-from mia_core.methods.gds.features import CPU_BATCH_TOKENS, FEATURES, GdsSettings, encode, features_loop, gradient_features
 
 
 def timed(fn):

@@ -46,17 +46,17 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from common import authors_loop  # noqa: E402  (bench/ is on sys.path when run as a script)
+
 import mia_core  # noqa: E402
-from mia_core.model import forward  # noqa: E402
-from mia_core.inputs.demo_sources import first_words, play_files, play_text, wiki_paragraphs  # noqa: E402
-from mia_core.model.forward import Segment, pack_batches, pad_right  # noqa: E402
 from mia_core.evaluation import evaluate_texts  # noqa: E402
+from mia_core.inputs.demo_sources import first_words, play_files, play_text, wiki_paragraphs  # noqa: E402
 from mia_core.methods.gds.features import GdsSettings, features_loop, gradient_features  # noqa: E402
 from mia_core.methods.infilling.engine import fed_ids, plan_branches, primed_fast, primed_reference  # noqa: E402
+from mia_core.model import forward  # noqa: E402
+from mia_core.model.forward import Segment, pack_batches, pad_right  # noqa: E402
 from mia_core.model.language_model import LanguageModel  # noqa: E402
 from mia_core.model.stats_cache import StatsCache  # noqa: E402
-
-from common import authors_loop  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 STATS_ONLY = ["loss", "zlib", "min_k", "min_k_pp", "dc_pdd"]
 SIZES = {  # name: (hidden, layers, intermediate, heads, kv heads, vocab)

@@ -62,9 +62,9 @@ def run(args, work: Path) -> None:
     from tiny import random_texts
 
     import mia_core
-    from mia_core.runs import ray_driver as ray_backend
     from mia_core.audit.jobs import AuditSettings, plan_audit, run_scoring
     from mia_core.audit.sources import Book
+    from mia_core.runs import ray_driver as ray_backend
     from mia_core.runs.store import ResultsStore
 
     folder = work / "model"

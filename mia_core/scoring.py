@@ -17,6 +17,7 @@ from .methods import Score, get_method
 from .methods.dc_pdd.frequency import FrequencyTable, load_frequency_table
 from .model.identity import tokenizer_fingerprint
 from .model.language_model import LanguageModel
+from .model.policy import StatsPolicy
 from .model.token_stats import TokenStats
 from .names import check_choice
 
@@ -108,6 +109,7 @@ def score_texts(
     """
     methods = list(dict.fromkeys(methods))  # each method once, in the given order
     specs = [get_method(m) for m in methods]
+    StatsPolicy(bos, long_text)  # both policies checked before any model pass
     needs = {n for s in specs for n in s.needs}
     ref_model, freq = params.pop("ref_model", None), params.pop("freq", None)
     classifier = params.pop("classifier", None)

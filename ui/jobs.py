@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from mia_core.model.language_model import LanguageModel
 from mia_core.audit.jobs import run_scoring
+from mia_core.model.language_model import LanguageModel
 from mia_core.runs.store import ResultsStore
 
 

@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .calibration import Calibration
-from .statistics import (benjamini_hochberg, block_bootstrap_means, book_test, percentile_interval,
-                         prevalence)
+from .statistics import benjamini_hochberg, block_bootstrap_means, book_test, percentile_interval, prevalence
 
 #: Significance level of the BH-adjusted book test used by the verdicts.
 ALPHA = 0.05

@@ -14,9 +14,10 @@ from ..methods import get_method
 from ..runs.ray_driver import WorkerError
 from ..runs.store import ResultsStore
 from .app import app, fail
-from .options import (BackendOpt, BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, ModelOpt, ParamOpt, PickleOpt,
-                      RayActorsOpt, RayAddressOpt, RemoteCodeOpt, backend_options, check_options, parse_params,
-                      progress_bar)
+from .options import (
+    BackendOpt, BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, ModelOpt, ParamOpt, PickleOpt, RayActorsOpt,
+    RayAddressOpt, RemoteCodeOpt, backend_options, check_options, parse_params, progress_bar,
+)
 
 #: What a book audit can supply to a method (a reference model or a fitted classifier cannot travel in a job).
 AUDIT_NEEDS = {"stats", "lowercase_stats", "freq", "lm"}

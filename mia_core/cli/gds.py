@@ -13,8 +13,10 @@ from ..evaluation import GdsFit, evaluate_methods
 from ..methods.gds.classifier import fit_texts
 from ..methods.gds.features import GdsSettings
 from .app import fail, gds_app
-from .options import (DeviceOpt, DtypeOpt, LabelColumnOpt, LoadOptions, ModelOpt, NBootOpt, PickleOpt, RemoteCodeOpt,
-                      TextColumnOpt, check_options, labelled_input, progress_bar, writable)
+from .options import (
+    DeviceOpt, DtypeOpt, LabelColumnOpt, LoadOptions, ModelOpt, NBootOpt, PickleOpt, RemoteCodeOpt, TextColumnOpt,
+    check_options, labelled_input, progress_bar, writable,
+)
 from .score import report_eval
 
 LabelledOpt = typer.Option(..., "--input", help=".csv/.tsv/.jsonl/.json with a text and a 0/1 label column, "

@@ -17,8 +17,10 @@ from ..audit.online import OnlineParams, detect_online, join_passages, label_win
 from ..inputs.tables import read_labelled, read_texts
 from ..methods import stats_only_methods
 from .app import app, fail
-from .options import (BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, ModelOpt, PickleOpt, RemoteCodeOpt, TextColumnOpt,
-                      check_options, progress_bar, writable)
+from .options import (
+    BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, ModelOpt, PickleOpt, RemoteCodeOpt, TextColumnOpt, check_options,
+    progress_bar, writable,
+)
 
 
 @app.command("audit-online")

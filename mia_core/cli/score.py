@@ -15,10 +15,11 @@ from ..model.language_model import LanguageModel
 from ..runs.ray_driver import WorkerError
 from ..scoring import score_texts, text_stats
 from .app import app, fail
-from .options import (AOpt, BackendOpt, BosOpt, DeviceOpt, DtypeOpt, FreqOpt, KOpt, LabelColumnOpt, LoadOptions,
-                      LongTextOpt, MethodsOpt, ModelOpt, NBootOpt, ParamOpt, PickleOpt, RayActorsOpt, RayAddressOpt,
-                      RefModelOpt, RemoteCodeOpt, TextColumnOpt, backend_options, check_options, is_named_set,
-                      labelled_input, method_names, parse_params, progress_bar, writable)
+from .options import (
+    AOpt, BackendOpt, BosOpt, DeviceOpt, DtypeOpt, FreqOpt, KOpt, LabelColumnOpt, LoadOptions, LongTextOpt, MethodsOpt,
+    ModelOpt, NBootOpt, ParamOpt, PickleOpt, RayActorsOpt, RayAddressOpt, RefModelOpt, RemoteCodeOpt, TextColumnOpt,
+    backend_options, check_options, is_named_set, labelled_input, method_names, parse_params, progress_bar, writable,
+)
 
 DEMO_SET_NOTES = {
     name: f"{name} is a seeded random member/non-member split of one source, so the blind baseline should "

@@ -13,8 +13,10 @@ from ..audit.unlearning import UnlearningParams, audit_unlearning
 from ..inputs.tables import read_texts
 from ..methods import get_method, stats_only_methods
 from .app import app, fail
-from .options import (BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, PickleOpt, RemoteCodeOpt, TextColumnOpt,
-                      check_options, progress_bar, writable)
+from .options import (
+    BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, PickleOpt, RemoteCodeOpt, TextColumnOpt, check_options,
+    progress_bar, writable,
+)
 
 #: Suspects listed on the terminal (the CSV has them all).
 SHOWN = 10

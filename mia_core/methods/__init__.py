@@ -6,8 +6,9 @@ with an `@register` decorator (no list to edit).
 import importlib
 import pkgutil
 
-from .registry import (METHODS, NEEDS, KParams, MethodSpec, Score, get_method, methods_for, reading, register,
-                       stats_only_methods)
+from .registry import (
+    METHODS, NEEDS, KParams, MethodSpec, Score, get_method, methods_for, reading, register, stats_only_methods,
+)
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module != "registry":

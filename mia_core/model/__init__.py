@@ -1,1 +1,6 @@
-"""TODO"""
+"""Step 1–2 of the flow: a model spec becomes a `LanguageModel`, and texts become `TokenStats` (one forward pass).
+
+loading (safe `load_model`), builtin (the demo models), lora (adapters), language_model, policy
+(`StatsPolicy`), forward and fused_stats (batched passes reduced to statistics), token_stats,
+boundary (BOS policy), stats_cache (on-disk cache), identity (fingerprints).
+"""

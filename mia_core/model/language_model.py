@@ -13,11 +13,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..paths import cache_root
 from .boundary import boundary_token_id
 from .forward import Segment, run_segments, split_windows
 from .identity import tokenizer_fingerprint
 from .policy import StatsPolicy
-from ..paths import cache_root
 from .stats_cache import StatsCache
 from .token_stats import TokenStats
 

@@ -18,11 +18,11 @@ from urllib.parse import urlparse
 
 import torch
 
-from .identity import file_sha256, tokenizer_fingerprint
+from ..paths import cache_root
 from .builtin import DEMO_KNOWN_NAME, DEMO_NAME, DEMO_PACKAGE, demo_known_dir
+from .identity import file_sha256, tokenizer_fingerprint
 from .language_model import LanguageModel
 from .lora import attach_adapter
-from ..paths import cache_root
 
 WEIGHT_SUFFIXES_SAFE = (".safetensors",)
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt")

@@ -10,8 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ...model.language_model import LanguageModel
 from ...model.identity import text_sha256
+from ...model.language_model import LanguageModel
 from .features import FEATURES, GdsSettings, Progress, feature_names, gradient_features
 from .split import check_labels, split_record, stratified_split
 

@@ -26,9 +26,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ...model.forward import HEAD_CHUNK_ROWS, Segment, pack_batches, pad_right, plain_head, stats_head
 from ...model.language_model import LanguageModel
 from ...model.lora import LORA_TARGETS
-from ...model.forward import HEAD_CHUNK_ROWS, Segment, pack_batches, pad_right, plain_head, stats_head
 from ...model.token_stats import stats_dtype
 
 #: The eight features of one gradient matrix, in the order METHODS.md lists them.

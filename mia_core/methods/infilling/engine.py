@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from transformers.cache_utils import DynamicLayer
 
-from ...model.language_model import LanguageModel
 from ...model.forward import head_chunk_rows, head_logits, plain_head, reduce_rows
+from ...model.language_model import LanguageModel
 from ...model.token_stats import TokenStats, reduce_logits
 
 NORMALIZATIONS = ("position", "anchor")

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from .engine import make_neighbors, proposer_for
 from ...model.token_stats import TokenStats
 from ..registry import Score, register, require_tokens
+from .engine import make_neighbors, proposer_for
 
 AGGREGATES = ("mean", "max")
 

@@ -35,9 +35,9 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from ...model.language_model import LanguageModel
 from ...model.forward import head_logits, plain_head
 from ...model.identity import text_sha256
+from ...model.language_model import LanguageModel
 from ...model.loading import ModelLoadError, check_weights, folder_fingerprint, resolve_folder
 from ...model.token_stats import TokenStats, stats_dtype
 
