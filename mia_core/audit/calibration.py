@@ -1,4 +1,4 @@
-"""Threshold calibration on known member and known non-member books (METHODS.md, "Book and corpus audits").
+"""Threshold calibration on known member and known non-member books (docs/methods.md, "Book and corpus audits").
 
 The threshold holds a target FPR on the non-member snippets (default 5%) or maximises snippet
 accuracy (the Min-K% book study). The validation TPR and FPR at that threshold come with

@@ -2,7 +2,7 @@
 
 Token score `(log p(x_t|x_<t) − μ_t) / σ_t` with μ, σ the mean and standard deviation of log p
 under the model's own next-token distribution; sequence score = mean of the lowest k%.
-σ is clamped to ≥ 1e-12 (METHODS.md, "Non-finite values").
+σ is clamped to ≥ 1e-12 (docs/methods.md, "Non-finite values").
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The document-boundary token a model saw at the start of pretraining documents (BOS policy).
 
-Rule (METHODS.md, `bos="auto"`), applied in order:
+Rule (docs/methods.md, "BOS policy", `bos="auto"`), applied in order:
 1. the tokenizer already puts its BOS first (LLaMA, Mistral, OPT) → prepend nothing;
 2. the tokenizer's `bos_token`, unless it is a chat-turn marker (GPT-2, Pythia: `<|endoftext|>`);
 3. `<|endoftext|>` if the vocabulary has it (SmolLM2, Qwen: the pretraining document separator);

@@ -1,6 +1,6 @@
 """`LanguageModel`: a causal LM with its tokenizer, identity, and the one method that runs it.
 
-`token_stats` turns texts into `TokenStats` (METHODS.md): tokenise, apply the BOS policy, split
+`token_stats` turns texts into `TokenStats` (docs/methods.md): tokenise, apply the BOS policy, split
 texts longer than the context into sliding windows (or truncate), run batched forward passes,
 and cache the result on disk.
 """

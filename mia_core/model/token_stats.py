@@ -1,7 +1,7 @@
 """`TokenStats`: the per-token statistics of one forward pass, the shared input of every method.
 
 Computed once per (model, text, BOS policy); every single-pass method is a cheap pure function of
-it, so switching methods or k never re-runs the model (METHODS.md, "Token statistics").
+it, so switching methods or k never re-runs the model (docs/methods.md, "Token statistics").
 """
 from __future__ import annotations
 

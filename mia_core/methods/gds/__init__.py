@@ -1,4 +1,4 @@
-"""GDS, Gradient Deviation Scores (Zhang et al. 2026, arXiv:2603.04828, §4; METHODS.md "gds").
+"""GDS, Gradient Deviation Scores (Zhang et al. 2026, arXiv:2603.04828, §4; docs/methods.md "gds").
 
 A **supervised** method: eight statistics of every LoRA-B gradient of the text's causal-LM loss
 (magnitude, position, concentration; `features.py`) feed an MLP fitted on labelled members and

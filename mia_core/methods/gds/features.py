@@ -31,7 +31,7 @@ from ...model.language_model import LanguageModel
 from ...model.lora import LORA_TARGETS
 from ...model.token_stats import stats_dtype
 
-#: The eight features of one gradient matrix, in the order METHODS.md lists them.
+#: The eight features of one gradient matrix, in the order docs/methods.md lists them.
 FEATURES = ("abs_mean", "row_mean_max", "row_ecc", "col_ecc", "top10_ratio", "sparsity", "std", "row_mean_std")
 TOP_FRACTION = 0.1
 SPARSE_BELOW = 1e-6

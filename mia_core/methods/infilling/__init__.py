@@ -2,8 +2,8 @@
 
 Token score r_i = log of the ratio of the infilling likelihoods of the true token x_i and of the
 model's top-1 guess x_i*, from x_i's own z-score gap plus m future tokens scored with x_i and with
-x_i* in its place (METHODS.md "infilling"). Sequence score = mean of the lowest k% of r_i.
-Deviations from the authors' code, as METHODS.md fixes them: the last token may serve as a future
+x_i* in its place (docs/methods.md "infilling"). Sequence score = mean of the lowest k% of r_i.
+Deviations from the authors' code, as docs/methods.md fixes them: the last token may serve as a future
 token (their off-by-one drops it); positions where x_i is already the top-1 score exactly 0 with
 no extra pass; `normalization="position"` (their 2025 code) is the default and "anchor" (their
 2024 code and Algorithm 1) normalises every future term by position i's μ/σ. The substituted

@@ -1,4 +1,4 @@
-"""Infilling Score engine (Raoof et al., "Infilling Score", Eq. 10; METHODS.md "infilling").
+"""Infilling Score engine (Raoof et al., "Infilling Score", Eq. 10; docs/methods.md "infilling").
 
 For each scored position i whose true token x_i is not the model's top-1 guess x_i*, the text is
 re-read with x_i replaced by x_i* and the next m tokens are scored again ("primed" statistics).
@@ -46,7 +46,7 @@ class Branch:
 
 
 def default_m(n_scored: int) -> int:
-    """METHODS.md: m = 1 future token for texts of ≤ 32 scored tokens, else 5."""
+    """docs/methods.md: m = 1 future token for texts of ≤ 32 scored tokens, else 5."""
     return 1 if n_scored <= 32 else 5
 
 

@@ -3,7 +3,7 @@ via Neighbourhood Comparison", Findings of ACL): the text's likelihood against t
 
 Score = mean logprob(text) − aggregate over neighbours of mean logprob(neighbour) (higher = member):
 a memorised text is likelier than its close neighbours, an unseen one is not. `aggregate="mean"` is the
-paper's; MIMIR's code takes the max (METHODS.md). Neighbours come from `mia_core.methods.neighbor.engine`: a masked LM
+paper's; MIMIR's code takes the max (docs/methods.md). Neighbours come from `mia_core.methods.neighbor.engine`: a masked LM
 (`mask_model=` hub id or folder; bert-base-uncased in the paper) or, offline, the target itself
 (`mask_model="self"`, a different variant, labelled "Neighbor (self-proposed)"). All neighbours of a
 text are scored in one batched `lm.token_stats` call, under the text's BOS and long-text policies. The
