@@ -65,14 +65,15 @@ def blind_warnings(blind_auroc: float, method_aurocs: dict[str, float]) -> list[
 
 
 def format_report(report: dict, methods: list[str]) -> str:
-    """A plain-text table of the report for the terminal."""
+    """A plain-text table of the report for the terminal (undefined values, null in JSON, print as nan)."""
     lines = [f"{'method':10s} {'AUROC':>6s} {'95% CI':>15s} {'TPR@5%':>7s} {'TPR@1%':>7s} {'FPR@95%TPR':>10s}"]
     for name in methods:
-        m = report[name]
-        lo, hi = m["auroc_ci"]
+        m = {key: _nan_for_null(value) for key, value in report[name].items()}
+        lo, hi = (_nan_for_null(v) for v in m["auroc_ci"])
         lines.append(f"{name:10s} {m['auroc']:6.3f} [{lo:5.3f}, {hi:5.3f}] {m['tpr@5%fpr']:7.3f} "
                      f"{m['tpr@1%fpr']:7.3f} {m['fpr@95%tpr']:10.3f}")
-    lines.append(f"{'blind':10s} {report['blind_baseline']['auroc']:6.3f}   (TF-IDF + logistic regression, no model)")
+    blind = _nan_for_null(report["blind_baseline"]["auroc"])
+    lines.append(f"{'blind':10s} {blind:6.3f}   (TF-IDF + logistic regression, no model)")
     lines.append(f"members: {report['n_members']}, non-members: {report['n_nonmembers']}")
     notes = report["warnings"] + sorted({w for n in methods for w in report[n]["warnings"]})
     lines += [f"warning: {w}" for w in notes]
@@ -241,6 +242,11 @@ def json_safe(value):
     if isinstance(value, (list, tuple, np.ndarray)):
         return [json_safe(v) for v in value]
     return value
+
+
+def _nan_for_null(value):
+    """None (a JSON-safe NaN) back to NaN for printing; anything else unchanged."""
+    return math.nan if value is None else value
 
 
 def _describe(value):

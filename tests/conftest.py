@@ -1,17 +1,16 @@
-"""Shared fixtures: tiny offline models and tokenizers, a per-test statistics cache."""
-from __future__ import annotations
+"""Shared fixtures: tiny offline models and tokenizers, a per-test statistics cache.
 
-import sys
-from pathlib import Path
+`tests/` is a package (an `__init__.py` in every folder), so pytest puts the repository root on `sys.path` and
+test modules with the same name in different folders (audit/test_online.py, app/test_online.py) do not clash.
+Shared helpers live in `tests/support/` and are imported as `tests.support.<module>`."""
+from __future__ import annotations
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+from mia_core import LanguageModel
+from mia_core.model.stats_cache import StatsCache
 
-from tiny import random_texts, tiny_gpt2, tiny_llama, tiny_tokenizer, train_causal_lm  # noqa: E402
-
-from mia_core import LanguageModel  # noqa: E402
-from mia_core.model.stats_cache import StatsCache  # noqa: E402
+from tests.support.tiny import random_texts, tiny_gpt2, tiny_llama, tiny_tokenizer, train_causal_lm
 
 
 @pytest.fixture

@@ -44,6 +44,8 @@ def main() -> None:
         sys.exit(2)
     except typer.Abort:
         sys.exit(130)
-    except click.exceptions.ClickException as err:  # usage errors carry their own exit code
+    except (click.exceptions.ClickException, typer.TyperException) as err:  # usage errors (typer vendors its click)
+        if not hasattr(err, "show"):
+            raise
         err.show()
-        sys.exit(err.exit_code)
+        sys.exit(getattr(err, "exit_code", 2))

@@ -14,7 +14,8 @@ from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import read_books, read_calibration
 from mia_core.runs.store import ResultsStore
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+from tests.support.app import APP
+
 pytestmark = pytest.mark.integration  # the page loads the cached demo model
 
 
@@ -32,7 +33,7 @@ def table_with(at: AppTest, column: str):
 
 def audit_page() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=300)
-    at.session_state["model_choice"] = "demo-known"  # chosen before the first run (sidebar reruns, see test_dashboard)
+    at.session_state["model_choice"] = "demo-known"  # chosen before the first run (sidebar reruns, see test_home)
     at.run()
     at.switch_page("app_pages/audit.py").run()
     assert not at.exception, at.exception

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from tiny import random_texts, tiny_llama, tiny_tokenizer
 
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_audit, run_scoring
 from mia_core.audit.report import report_html, snippet_heatmap, write_report
@@ -19,7 +18,9 @@ from mia_core.audit.sources import Book
 from mia_core.runs.store import ResultsStore
 from mia_core.scoring import score_texts
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = AuditSettings(method="min_k_pp", params={"k": 0.2}, snippet_words=20, n_boot=300, batch_snippets=4)
 
 

@@ -1,23 +1,22 @@
 """Sliding-window (online) detection: windows by hand, window scores against naive slices of the
-oracle's full-context statistics, labelling from passages, AUROC on a known-membership model, CLI, page."""
+oracle's full-context statistics, labelling from passages, AUROC on a known-membership model, the CLI.
+The page: tests/app/test_online.py."""
 from __future__ import annotations
 
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from cli_runner import run_cli
-from oracle import naive_min_k, naive_stats
-from tiny import random_texts
 
 from mia_core import metrics
 from mia_core.audit.online import (
     OnlineParams, detect_online, join_passages, label_windows, window_auroc, window_bounds, window_scores, window_view,
 )
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+from tests.support.cli_runner import run_cli
+from tests.support.oracle import naive_min_k, naive_stats
+from tests.support.tiny import random_texts
 
 
 def test_window_bounds_by_hand():
@@ -141,23 +140,3 @@ def test_cli_scores_each_text_and_rejects_bad_windows(model_dir, tmp_path):
         code, _, err = run_cli("audit-online", "--model", "no-such-model", "--input", src, "--output",
                                tmp_path / "o.csv", *option)
         assert code == 2 and err.startswith("error: ") and needle in err and "loading model" not in err
-
-
-@pytest.mark.integration
-def test_online_page_demo_draws_windows_and_auroc():
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state["model_choice"] = "demo-known"  # membership of the demo paragraphs is known for it
-    at.run()
-    at.switch_page("app_pages/online.py").run()
-    assert not at.exception, at.exception
-    at.radio(key="online_source").set_value("demo").run()
-    at.number_input(key="online_pairs").set_value(1).run()
-    at.button(key="online_run").click().run()
-    assert not at.exception, at.exception
-    auroc = {m.label: m.value for m in at.metric}["Window AUROC"]
-    assert 0.0 <= float(auroc) <= 1.0
-    assert len(at.get("plotly_chart")) == 1
-    at.number_input(key="online_pick").set_value(2).run()
-    assert not at.exception and any("Window 2" in m.value for m in at.markdown)

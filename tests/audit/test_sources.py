@@ -1,4 +1,5 @@
-"""Books in: every supported source, bad books reported by name while the others go on, snippets."""
+"""Books in: every supported source, bad books reported by name while the others go on.
+Cutting books into snippets: tests/audit/test_snippets.py."""
 from __future__ import annotations
 
 import io
@@ -7,13 +8,10 @@ import zipfile
 import pandas as pd
 import pytest
 
-from mia_core.audit.snippets import book_snippets, split_words
-from mia_core.audit.sources import Book, read_books, read_calibration, write_uploads
+from mia_core.audit.sources import read_books, read_calibration, write_uploads
 from mia_core.inputs.tables import InputError
 
-
-def words(n: int, tag: str = "w") -> str:
-    return " ".join(f"{tag}{i}" for i in range(n))
+from tests.support.books import words
 
 
 def epub_bytes(text: str) -> bytes:
@@ -31,28 +29,6 @@ def epub_bytes(text: str) -> bytes:
     buffer = io.BytesIO()
     epub.write_epub(buffer, book)
     return buffer.getvalue()
-
-
-def test_split_words_keeps_the_original_text_and_drops_the_short_tail():
-    text = "One two,\nthree  four five six seven"
-    assert split_words(text, 3) == ["One two,\nthree", "four five six"]
-    assert split_words("a b", 3) == []
-    with pytest.raises(ValueError, match="at least 1"):
-        split_words(text, 0)
-
-
-def test_book_snippets_ids_and_short_books():
-    snippets, problems = book_snippets([Book("long", words(25), "x"), Book("short", words(7), "y")], words=10)
-    assert [s.snippet_id for s in snippets] == ["long#00000", "long#00001"]
-    assert snippets[1].text == " ".join(f"w{i}" for i in range(10, 20))
-    assert len(problems) == 1 and problems[0].book == "short" and "7 words, fewer than one 10-word snippet" in problems[0].message
-
-
-def test_snippets_can_be_spread_along_long_books():
-    snippets, _ = book_snippets([Book("long", words(100), "x")], words=10, max_per_book=4)
-    assert [s.position for s in snippets] == [0, 3, 6, 9]
-    assert snippets[1].text.split()[0] == "w30"
-    assert len(book_snippets([Book("b", words(30), "x")], words=10, max_per_book=5)[0]) == 3
 
 
 def test_folder_with_bad_books_reports_them_and_reads_the_rest(tmp_path):

@@ -1,23 +1,22 @@
 """Unlearning audit: chunking and ratio arithmetic by hand, both models against the naive oracle,
-retraining without a forget set as the known answer, two tokenizers, the CLI and the page."""
+retraining without a forget set as the known answer, two tokenizers, the CLI.
+The page: tests/app/test_unlearning.py."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from cli_runner import run_cli
-from oracle import naive_min_k, naive_stats
-from tiny import tiny_llama, tiny_tokenizer, train_causal_lm
 
 from mia_core import LanguageModel, load_model
 from mia_core.audit.snippets import word_chunks as chunk_text
 from mia_core.audit.unlearning import UnlearningParams, audit_unlearning, make_chunks, ratio_table
 from mia_core.model.stats_cache import StatsCache
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+from tests.support.cli_runner import run_cli
+from tests.support.oracle import naive_min_k, naive_stats
+from tests.support.tiny import tiny_llama, tiny_tokenizer, train_causal_lm
 
 
 def naive_score(lm, text, k=0.2):
@@ -146,20 +145,3 @@ def test_cli_bad_options_fail_before_loading(option, value, needle, tmp_path):
     code, _, err = run_cli("audit-unlearning", "--original", "no-such-model", "--unlearned", "no-such-model",
                            "--input", src, "--output", tmp_path / "o.csv", option, value)
     assert code == 2 and needle in err and "loading model" not in err and err.startswith("error: ")
-
-
-@pytest.mark.integration
-def test_unlearning_page_lists_suspects_and_draws_the_band():
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(APP, default_timeout=180).run()
-    at.switch_page("app_pages/unlearning.py").run()
-    assert not at.exception, at.exception
-    at.selectbox(key="unlearn_spec").set_value("demo").run()  # the sidebar's model too: every ratio is 1
-    at.text_area(key="unlearn_text").input(" ".join(["The river ran north past the old castle walls."] * 8)).run()
-    at.number_input(key="unlearn_words").set_value(24).run()
-    at.button(key="unlearn_run").click().run()
-    assert not at.exception, at.exception
-    table = at.dataframe[0].value
-    assert len(table) == 3 and np.allclose(table["ratio"], 1.0)  # 72 words in 24-word chunks, all suspects
-    assert len(at.get("plotly_chart")) == 1

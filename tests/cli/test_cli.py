@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from cli_runner import run_cli
-from tiny import random_texts, tiny_llama, tiny_tokenizer
 
 from mia_core import load_frequency_table, load_model, metrics, score_texts
+
+from tests.support.cli_runner import run_cli
+from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +135,10 @@ def test_bad_options_fail_before_loading_a_model(option, value, needle, tmp_path
     code, _, err = run_cli("score", "--model", "no-such-model-anywhere", "--input", src, "--output", tmp_path / "o.csv",
                            option, value)
     assert code == 2 and needle in err and "loading model" not in err
+
+
+def test_unknown_option_is_a_usage_error_not_a_traceback():
+    code, _, err = run_cli("eval", "--bogus")
+    assert code == 2 and "No such option: --bogus" in err and "Traceback" not in err
+    code, _, err = run_cli("score", "--model", "x", "--input", "y", "--output", "z", "--methods", "min_kpp")
+    assert code == 2 and "did you mean 'min_k_pp'" in err

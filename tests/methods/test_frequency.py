@@ -3,19 +3,17 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from tiny import random_texts, tiny_tokenizer  # noqa: E402
+from mia_core.inputs.corpus import iter_corpus_texts
+from mia_core.methods.dc_pdd.frequency import FrequencyTable, build_frequency_table, load_frequency_table
+from mia_core.model.identity import tokenizer_fingerprint
 
-from mia_core.inputs.corpus import iter_corpus_texts  # noqa: E402
-from mia_core.methods.dc_pdd.frequency import FrequencyTable, build_frequency_table, load_frequency_table  # noqa: E402
-from mia_core.model.identity import tokenizer_fingerprint  # noqa: E402
+from tests.support.tiny import random_texts, tiny_tokenizer
 
 
 def naive_counts(tok, texts, width):

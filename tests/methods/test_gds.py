@@ -4,14 +4,11 @@ from __future__ import annotations
 import copy
 import json
 import statistics
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from cli_runner import run_cli
-from tiny import random_texts, tiny_gpt2, tiny_llama, train_causal_lm
 
 import mia_core.methods.gds.classifier as gds_module
 from mia_core import LanguageModel, metrics, score, score_texts
@@ -21,6 +18,9 @@ from mia_core.methods.gds.classifier import GdsClassifier, fit_classifier, fit_m
 from mia_core.methods.gds.features import (FEATURES, GdsSettings, encode, feature_names, features_loop, gradient_features,
                                           matrix_features, top_mask)
 from mia_core.methods.gds.split import split_record, stratified_split
+
+from tests.support.cli_runner import run_cli
+from tests.support.tiny import random_texts, tiny_gpt2, tiny_llama, train_causal_lm
 
 # lengths from 2 to ~40 tokens, so batches mix lengths and carry padding
 TEXTS = ["Ember.", "The river was quietly built.", *random_texts(6, seed=11, min_words=3, max_words=30)]
@@ -267,54 +267,3 @@ def test_cli_fit_eval_and_score(memorised_dir, membership, tmp_path, monkeypatch
     code, _, err = run_cli("gds", "eval", "--model", memorised_dir, "--input", src, "--output", tmp_path / "x.json",
                            "--train-fraction", "1.5")
     assert code == 2 and err.strip() == "error: --train-fraction must be in (0, 1) (got 1.5)"
-
-
-@pytest.mark.integration
-def test_benchmark_page_gds_option():
-    """The Benchmark page fits GDS on a seeded split of the demo set and says so."""
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=900).run()
-    at.switch_page("app_pages/benchmark.py").run()
-    at.number_input(key="bench_n").set_value(20).run()
-    at.multiselect(key="bench_methods").set_value(["loss"]).run()
-    at.checkbox(key="bench_gds").check().run()
-    at.button(key="bench_run").click().run()
-    assert not at.exception, at.exception
-    table = at.dataframe[0].value
-    assert list(table["method"])[:2] == ["loss", "gds"] and table["AUROC"][:2].between(0, 1).all()
-    notes = " ".join(i.value for i in at.info)
-    assert "supervised" in notes and "12 texts" in notes and "28 held-out" in notes and "seed 0" in notes
-    fitted = at.session_state["gds_classifier"]  # kept for Explore, tied to the model it was fitted on
-    assert fitted["model"] == at.session_state["model_spec"] and fitted["classifier"].spec["split"]["n_train"] == 12
-
-
-@pytest.mark.integration
-def test_explore_offers_gds_once_benchmark_fitted_one():
-    """Explore lists GDS only with a classifier fitted in this session for the current model, and scores with it."""
-    from streamlit.testing.v1 import AppTest
-
-    from mia_core import load_model
-
-    lm = load_model("demo")
-    rng = np.random.default_rng(0)
-    y = np.array([1, 0] * 12)
-    features = rng.normal(size=(y.size, len(feature_names(lm.model)))) + y[:, None] * 0.5
-    split = split_record(y, np.arange(y.size), np.array([], int), None, train_fraction=1.0, seed=0, source="test")
-    classifier = fit_classifier(features, y, lm, settings=GdsSettings(), seed=0, split=split)
-    text = "The cat sat on the mat. A second line & more."
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=300).run()
-    at.switch_page("app_pages/explore.py").run()
-    assert not [o for o in at.multiselect(key="explore_extra").options if "GDS" in o]
-    assert any("fit it on the Benchmark page" in c.value for c in at.caption)
-    at.session_state["gds_classifier"] = {"model": at.session_state["model_spec"], "classifier": classifier}
-    at.text_area(key="explore_text").input(text).run()
-    at.button[0].click().run()
-    assert [o for o in at.multiselect(key="explore_extra").options if "GDS" in o]
-    at.multiselect(key="explore_extra").set_value(["gds"]).run()
-    at.button(key="explore_extra_run").click().run()
-    assert not at.exception
-    expected = classifier.log_odds(features_loop(lm, [text], GdsSettings()))[0]  # the one-text loop: independent
-    shown = {m.label: float(m.value) for m in at.metric}["GDS (supervised)"]
-    assert shown == pytest.approx(expected, abs=1e-3)
-    assert any("uses the classifier fitted on the Benchmark page" in c.value for c in at.caption)

@@ -8,9 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from cli_runner import run_cli
-from oracle import naive_stats
-from tiny import random_texts, tiny_gpt2, tiny_llama, tiny_tokenizer, train_causal_lm
 from transformers import (
     GPTNeoXConfig,
     GPTNeoXForCausalLM,
@@ -20,7 +17,7 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from mia_core import METHODS, Score, load_model, metrics, score, score_texts
+from mia_core import METHODS, load_model, metrics, score, score_texts
 from mia_core.methods.infilling.engine import (
     combine,
     fast_supported,
@@ -30,7 +27,11 @@ from mia_core.methods.infilling.engine import (
     primed_fast,
     primed_reference,
 )
-from mia_core.methods.registry import MethodSpec, NoParams, lowest_k
+from mia_core.methods.registry import lowest_k
+
+from tests.support.cli_runner import run_cli
+from tests.support.oracle import naive_stats
+from tests.support.tiny import random_texts, tiny_gpt2, tiny_llama, tiny_tokenizer, train_causal_lm
 
 #: Texts of 7, 21 and 39 tokens (m defaults to 1 up to 32 tokens, then 5).
 TEXTS = [random_texts(1, seed=s, min_words=w, max_words=w)[0] for s, w in ((1, 1), (2, 6), (3, 10))]
@@ -112,7 +113,7 @@ def test_untrained_wide_logits_model_agrees_through_the_api(llama_lm):
 
 
 def naive_infilling(model, ids: list[int], m: int) -> dict[str, np.ndarray]:
-    """METHODS.md's r_i written out in float64 from full-logit passes (tests/oracle.py), one per position."""
+    """docs/methods.md's r_i ("infilling") written out in float64 from full-logit passes (tests/support/oracle.py), one per position."""
     o = naive_stats(model, ids)
     n = len(ids) - 1
     r = {"position": np.zeros(n), "anchor": np.zeros(n)}
@@ -252,47 +253,3 @@ def test_cli_takes_infilling_parameters(tmp_path, monkeypatch):
     code, _, err = run_cli("score", "--model", folder, "--input", tmp_path / "in.jsonl", "--output", tmp_path / "t.csv",
                            "--methods", "infilling", "--param", "m=0")
     assert code == 2 and err.strip().splitlines()[-1].startswith("error:") and "m must be a positive integer" in err
-
-
-@pytest.mark.integration
-def test_explore_computes_extra_pass_methods_on_request_and_redraws_k(monkeypatch):
-    from pathlib import Path
-
-    import mia_core.methods.infilling.engine as engine
-    from streamlit.testing.v1 import AppTest
-
-    calls = []
-    original = engine.primed_fast
-    monkeypatch.setattr(engine, "primed_fast", lambda *a, **kw: calls.append(1) or original(*a, **kw))
-
-    def probe(stats, params, *, lm):  # a method whose details hold a table (rendered generically)
-        rows = [{"text": "<b>neighbour</b>", "logprob": -1.25}]
-        return Score(1.5, stats.logprob.astype(float), np.ones(stats.n_scored, bool), {"neighbors": rows, "n": 1})
-
-    monkeypatch.setitem(METHODS, "probe", MethodSpec("probe", probe, NoParams, ("stats", "lm"), "Probe", "a test probe",
-                                                     True, ("full logits",), "1 forward pass", None,
-                                                     lambda v: f"probe {v}.", "p", "a test probe"))
-    text = "The cat sat on the mat. A second line & more."
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=300).run()
-    at.switch_page("app_pages/explore.py").run()
-    at.text_area(key="explore_text").input(text).run()
-    at.button[0].click().run()
-    at.multiselect(key="explore_extra").set_value(["infilling", "probe"]).run()
-    assert not at.exception and not calls  # nothing runs before the button
-    assert not [m for m in at.metric if m.label == "Infilling Score"]
-    run = at.button(key="explore_extra_run")
-    assert "Infilling Score" in run.label and METHODS["infilling"].cost in run.help
-    run.click().run()
-    assert not at.exception and len(calls) == 1
-    lm = load_model("demo")
-    expected = score("infilling", lm.token_stats([text])[0], lm=lm, k=0.2)
-    n_calls = len(calls)
-    metrics_ = {m.label: m.value for m in at.metric}
-    assert metrics_["Infilling Score"] == f"{expected.value:.4f}" and metrics_["Probe"] == "1.5000"
-    assert any('id="heatmap-infilling"' in h.proto.body for h in at.get("html"))
-    assert any("m: 1" in c.value for c in at.caption)  # ≤ 32 tokens: one future token
-    assert at.dataframe[0].value["text"].tolist() == ["<b>neighbour</b>"]
-    at.slider(key="explore_k").set_value(0.5).run()
-    assert not at.exception and len(calls) == n_calls  # redrawn from the stored token scores
-    now = lowest_k(expected.token_scores, 0.5).value
-    assert {m.label: m.value for m in at.metric}["Infilling Score"] == f"{now:.4f}"

@@ -5,11 +5,12 @@ import zlib
 
 import numpy as np
 import pytest
-from oracle import naive_min_k, naive_stats
-from tiny import random_texts
 
 from mia_core import METHODS, FrequencyTable, TokenStats, build_frequency_table, get_method, score, score_texts
 from mia_core.methods.dc_pdd import first_occurrences
+
+from tests.support.oracle import naive_min_k, naive_stats
+from tests.support.tiny import random_texts
 
 TEXTS = random_texts(5, seed=21, min_words=3, max_words=30)
 

@@ -8,8 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from oracle import naive_stats
-from tiny import WORDS, random_texts
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
@@ -17,6 +15,9 @@ from mia_core import ModelLoadError, metrics, score, score_texts
 from mia_core.methods.neighbor import engine as neighbors
 from mia_core.methods.neighbor import NeighborParams, check_params
 from mia_core.methods.neighbor.engine import CANDIDATES, SelfProposer, load_masked_lm, make_neighbors, proposer_for, vocab_table
+
+from tests.support.oracle import naive_stats
+from tests.support.tiny import WORDS, random_texts
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 #: Text of 41 MLM tokens (40 single-token words and the final period).
@@ -204,10 +205,10 @@ def test_members_score_higher_with_masked_lm_neighbours(membership, bert_dir):
 
 
 def test_cli_takes_a_masked_lm_path_as_a_parameter(bert_dir, tmp_path, monkeypatch):
-    from cli_runner import run_cli
-    from tiny import tiny_llama, tiny_tokenizer
-
     from mia_core import load_model
+
+    from tests.support.cli_runner import run_cli
+    from tests.support.tiny import tiny_llama, tiny_tokenizer
 
     monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
     model_dir = tmp_path / "tiny-model"

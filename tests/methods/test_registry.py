@@ -19,7 +19,7 @@ ORIENTATION_ELSEWHERE = {"gds": "test_members_score_higher_on_the_held_out_part"
 
 def shared_orientation_cases() -> set[str]:
     """The methods `test_every_method_scores_members_higher` runs on (its parametrisation, evaluated)."""
-    from test_methods import test_every_method_scores_members_higher as test  # noqa: PLC0415  (a test module)
+    from tests.methods.test_methods import test_every_method_scores_members_higher as test  # noqa: PLC0415  (a test module)
 
     mark = next(m for m in test.pytestmark if m.name == "parametrize")
     return set(mark.args[1])

@@ -7,10 +7,11 @@ import random
 import numpy as np
 import pytest
 import torch
-from tiny import random_texts
 
 from mia_core.model import forward, language_model
 from mia_core.model.language_model import LanguageModel
+
+from tests.support.tiny import random_texts
 
 FIELDS = ("logprob", "mu", "sigma", "top1_logprob", "entropy", "top1_id", "rank")
 

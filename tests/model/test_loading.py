@@ -6,10 +6,11 @@ import time
 import numpy as np
 import pytest
 import torch
-from oracle import naive_stats
-from tiny import tiny_llama, tiny_tokenizer
 
 from mia_core import METHODS, ModelLoadError, load_model, score_texts
+
+from tests.support.oracle import naive_stats
+from tests.support.tiny import tiny_llama, tiny_tokenizer
 
 
 @pytest.fixture(autouse=True)

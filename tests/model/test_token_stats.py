@@ -4,13 +4,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from oracle import naive_stats
-from tiny import random_texts, tiny_llama
 from tokenizers import processors
 from transformers import PreTrainedTokenizerFast
 
 from mia_core.model import forward
 from mia_core.model.boundary import boundary_token_id
+
+from tests.support.oracle import naive_stats
+from tests.support.tiny import random_texts, tiny_llama
 
 FIELDS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
 

@@ -10,8 +10,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from cli_runner import run_cli
-from tiny import random_texts, tiny_llama, tiny_tokenizer
 
 import mia_core
 from mia_core.runs import ray_driver as ray_backend
@@ -24,11 +22,14 @@ from mia_core.runs.ray_worker import FAIL_ENV
 from mia_core.scoring import score_texts, text_stats
 from mia_core.model.stats_cache import StatsCache
 
+from tests.support.cli_runner import run_cli
+from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
+
 # read when ray is imported: a local instance then binds to and talks on 127.0.0.1 only
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 ray = pytest.importorskip("ray", reason="the Ray backend is optional: pip install -r requirements-scale.txt")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = AuditSettings(method="min_k_pp", params={"k": 0.2}, snippet_words=20, n_boot=200, batch_snippets=4)
 METHODS = ["loss", "zlib", "min_k", "min_k_pp", "lowercase"]
 

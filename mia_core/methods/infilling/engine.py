@@ -28,7 +28,7 @@ NORMALIZATIONS = ("position", "anchor")
 IMPLEMENTATIONS = ("auto", "fast", "reference")
 SIGMA_FLOOR = 1e-12
 #: Architectures whose attention takes a custom 4-D additive mask and explicit position ids with a
-#: plain KV cache, tested against the reference (tests/test_infilling.py); others use the reference.
+#: plain KV cache, tested against the reference (tests/methods/test_infilling.py); others use the reference.
 FAST_MODEL_TYPES = frozenset({"llama", "qwen2", "gpt2", "gpt_neox"})
 FAST_ATTENTION = frozenset({"sdpa", "eager"})
 #: Branch tokens per forward: bounds the (chunk, prefix + chunk) mask and the activations.

@@ -1,0 +1,78 @@
+"""One evaluation path: `evaluate_methods` scores, holds out a supervised split, records a run block, and the
+`mia eval` command it prints reproduces the same numbers."""
+from __future__ import annotations
+
+import json
+import shlex
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from mia_core import load_model, score_texts
+from mia_core.evaluation import GdsFit, evaluate_methods, json_safe, reproduce_command
+from mia_core.version import code_version
+from tests.support.cli_runner import run_cli
+
+
+@pytest.fixture(scope="module")
+def saved(membership, tmp_path_factory):
+    """The known-membership toy model saved to a folder, and its 80 labelled texts as a CSV."""
+    folder = tmp_path_factory.mktemp("membership-model")
+    membership["lm"].model.save_pretrained(folder)
+    membership["lm"].tokenizer.save_pretrained(folder)
+    texts = membership["members"] + membership["nonmembers"]
+    data = pd.DataFrame({"id": [f"t{i}" for i in range(80)], "text": texts, "label": [1] * 40 + [0] * 40})
+    csv = folder / "labelled.csv"
+    data.to_csv(csv, index=False)
+    return folder, csv, data
+
+
+def test_scores_held_out_rows_and_run_block(saved, tmp_path, monkeypatch):
+    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
+    folder, csv, data = saved
+    lm = load_model(str(folder), device="cpu")
+    result = evaluate_methods(lm, data, ["loss", "min_k"], k=0.3, fit_gds=GdsFit(0.5, seed=1), n_boot=200, seed=3,
+                              source=str(csv))
+    labels = data["label"].to_numpy()
+    held = result.held_out
+    assert held.sum() == 40 and labels[held].sum() == 20  # the GDS split's test rows, stratified
+    assert result.scores["in_gds_training_split"].tolist() == (~held).tolist()
+    direct = score_texts(lm, data["text"].tolist(), ["loss", "min_k"], k=0.3)
+    for name in ("loss", "min_k"):  # every method on the held-out rows only, scores as score_texts gives them
+        np.testing.assert_allclose(result.scores[name], direct[name], rtol=1e-12)
+        assert result.report[name]["auroc"] == pytest.approx(roc_auc_score(labels[held], direct[name][held]), abs=1e-12)
+    assert result.report["gds"]["auroc"] == pytest.approx(roc_auc_score(labels[held], result.scores["gds"][held]),
+                                                          abs=1e-12)
+    assert result.report["n_members"] == 20 and result.report["split"]["n_train"] == 40
+    run = result.report["run"]
+    assert run["fingerprint"] == lm.fingerprint and run["spec"] == str(folder) and run["code_version"] == code_version()
+    assert run["seed"] == 3 and run["gds_fit"]["seed"] == 1 and run["methods"] == ["loss", "min_k", "gds"]
+    assert run["excluded_gds_training_rows"] == 40
+    json.dumps(result.report, allow_nan=False)  # strict JSON: NaN became null
+
+
+def test_printed_command_reproduces_the_numbers(saved, tmp_path, monkeypatch):
+    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    folder, csv, data = saved
+    lm = load_model(str(folder), device="cpu")
+    result = evaluate_methods(lm, data, ["loss", "zlib", "min_k_pp"], k=0.25, fit_gds=GdsFit(0.5, seed=2), n_boot=200,
+                              seed=5, source=str(csv))
+    command = reproduce_command(result.report["run"])
+    assert command.startswith(f"mia eval --model {folder} --input {csv} --methods loss,zlib,min_k_pp --k 0.25")
+    code, out, err = run_cli(*shlex.split(command)[1:])
+    assert code == 0, err
+    again = json.loads((tmp_path / "metrics.json").read_text())
+    for name in ("loss", "zlib", "min_k_pp", "gds"):
+        assert again[name]["auroc"] == pytest.approx(result.report[name]["auroc"], abs=1e-12)
+        assert again[name]["auroc_ci"] == pytest.approx(result.report[name]["auroc_ci"], abs=1e-12)
+    assert again["run"]["command"] == command
+    scores = pd.read_csv(tmp_path / "scores.csv")
+    assert scores["in_gds_training_split"].sum() == 40 and len(scores) == 80
+
+
+def test_json_safe_turns_non_finite_and_numpy_values_into_json():
+    value = {"a": float("nan"), "b": [np.float64(1.5), np.int64(2), float("inf")], 3: np.array([0.5])}
+    assert json_safe(value) == {"a": None, "b": [1.5, 2, None], "3": [0.5]}
