@@ -160,7 +160,7 @@ def draw(result: dict) -> None:
                        key="bench_dl_scores")
     c2.download_button("Metrics + run block (JSON)", json.dumps({**report, "run": {**report["run"],
                        "command": result["command"]}}, indent=2), "metrics.json", "application/json", key="bench_dl_metrics")
-    st.code(result["command"], language="bash")
+    st.code(result["command"], language="bash", wrap_lines=True)
     st.caption("Run it in a terminal to reproduce these numbers (an uploaded file: use its path on your machine).")
 
 

@@ -88,6 +88,10 @@ def test_explore_page_in_chromium(server):
         page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
         page.wait_for_timeout(1000)
         page.screenshot(path=str(ARTIFACTS / "benchmark_roc.png"))
+        command = page.get_by_text("mia eval --model demo --input demo-wiki", exact=False).first
+        command.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(ARTIFACTS / "benchmark_run.png"))
         browser.close()
     assert (ARTIFACTS / "explore_heatmap.png").stat().st_size > 10_000
 
