@@ -30,6 +30,7 @@ def data_ui() -> tuple[str, pd.DataFrame | None, int | None]:
     """The labelled data (name, table, texts per class when a built-in set is sampled): a demo set, a file, or a hub set."""
     source = st.radio("Data", ["Built-in demo set", "Upload CSV/JSONL", "Hub benchmark (online)"], horizontal=True,
                       key="bench_source")
+    st.session_state["bench_columns"] = {}  # the upload's column names, when a file is the source
     if source == "Built-in demo set":
         name = st.selectbox("Set", [d["name"] for d in datasets.list_datasets()], key="bench_set")
         per_class = st.number_input("Texts per class (a seeded sample; fewer = faster)", 5, 240, 60, 5, key="bench_n")
@@ -41,6 +42,7 @@ def data_ui() -> tuple[str, pd.DataFrame | None, int | None]:
                                   key="bench_upload")
         text_col = st.text_input("Text column", "text", key="bench_text_col")
         label_col = st.text_input("Label column", "label", key="bench_label_col")
+        st.session_state["bench_columns"] = {"text_column": text_col, "label_column": label_col}
         if upload is None:
             return "", None, None
         with tempfile.TemporaryDirectory() as tmp:
@@ -108,9 +110,11 @@ def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float, 
     evaluated = result.report["run"]["methods"]
     st.session_state["bench_result"] = {
         "name": name, "model": spec, "data": data[keep].reset_index(drop=True),
-        "scores": result.scores.loc[keep, evaluated].reset_index(drop=True), "all_scores": result.scores,
+        "scores": result.scores.loc[keep, evaluated].reset_index(drop=True),
+        "all_scores": pd.concat([data.drop(columns=["text"]), result.scores.drop(columns=["id", "label"])], axis=1),
         "report": result.report, "k": k, "gds_split": result.report.get("split"),
-        "command": reproduce_command(result.report["run"], input_name=name, per_class=per_class)}
+        "command": reproduce_command(result.report["run"], input_name=name, per_class=per_class,
+                                     **st.session_state.get("bench_columns", {}))}
 
 
 def gds_note(split: dict) -> str:
@@ -161,7 +165,11 @@ def draw(result: dict) -> None:
     c2.download_button("Metrics + run block (JSON)", json.dumps({**report, "run": {**report["run"],
                        "command": result["command"]}}, indent=2), "metrics.json", "application/json", key="bench_dl_metrics")
     st.code(result["command"], language="bash", wrap_lines=True)
-    st.caption("Run it in a terminal to reproduce these numbers (an uploaded file: use its path on your machine).")
+    if result["name"] in BENCHMARKS:
+        st.caption(f"{result['name']} came from the hub: save its rows as a CSV (text, label) and pass that file "
+                   "as --input to reproduce these numbers.")
+    else:
+        st.caption("Run it in a terminal to reproduce these numbers (an uploaded file: use its path on your machine).")
 
 
 st.title("Benchmark methods")

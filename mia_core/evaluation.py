@@ -91,6 +91,8 @@ class GdsEvaluation:
     """Member log-odds of the test rows (higher = member)."""
     report: dict
     """`metrics.evaluate` on the test rows, plus "split" (what the classifier learned from)."""
+    scores: np.ndarray | None = None
+    """Member log-odds of every row, in input order (training rows included)."""
 
 
 def evaluate_texts(lm: LanguageModel, texts: Sequence[str], labels, *, ids=None, settings: GdsSettings = GdsSettings(),
@@ -110,7 +112,7 @@ def evaluate_texts(lm: LanguageModel, texts: Sequence[str], labels, *, ids=None,
         report = metrics.evaluate(y[test], scores[test], n_boot=n_boot, seed=seed)
     report["split"] = {k: v for k, v in split.items() if k not in ("train_ids", "train_sha256")}
     report["supervised"] = clf.describe()
-    return GdsEvaluation(clf, train, test, scores[test], report)
+    return GdsEvaluation(clf, train, test, scores[test], report, scores)
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,7 @@ def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[st
         classifier = fitted.classifier
         held_out[:] = False
         held_out[fitted.test_idx] = True
-        frame["gds"] = classifier.score_texts(lm, texts)  # every text's log-odds, remembered while fitting
+        frame["gds"] = fitted.scores  # every row's log-odds (training rows are marked and not evaluated)
         extra = {"split": fitted.report["split"], "supervised": classifier.describe()}
     elif "gds" in methods and inputs.get("classifier") is not None:
         trained = as_classifier(inputs["classifier"])
@@ -183,13 +185,13 @@ def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[st
     report = evaluate_frame(frame.loc[held_out, evaluated].reset_index(drop=True), labels[held_out],
                             [t for t, keep in zip(texts, held_out) if keep], n_boot=n_boot, seed=seed)
     report.update(extra)
-    report["run"] = run_block(lm, methods=evaluated, k=k, bos=bos, long_text=long_text, params=params, inputs=inputs,
+    report["run"] = run_block(lm, classifier, methods=evaluated, k=k, bos=bos, long_text=long_text, params=params, inputs=inputs,
                               fit_gds=fit_gds, n_boot=n_boot, seed=seed, source=source, backend=backend,
                               excluded=int((~held_out).sum()), n_texts=len(texts))
     return EvaluationRun(json_safe(report), frame, held_out, classifier)
 
 
-def run_block(lm: LanguageModel, *, methods: list[str], k: float, bos: str, long_text: str, params: dict,
+def run_block(lm: LanguageModel, classifier: GdsClassifier | None, *, methods: list[str], k: float, bos: str, long_text: str, params: dict,
               inputs: dict, fit_gds: GdsFit | None, n_boot: int, seed: int, source: str, backend: str,
               excluded: int, n_texts: int) -> dict:
     """What a reader needs to trust and repeat an evaluation: model, data, every setting and seed, code version."""
@@ -201,21 +203,28 @@ def run_block(lm: LanguageModel, *, methods: list[str], k: float, bos: str, long
         "params": {n: _describe(v) for n, v in params.items()},
         "classifier": _describe(inputs.get("classifier")),
         "gds_fit": None if fit_gds is None else {**asdict(fit_gds), "settings": asdict(fit_gds.settings)},
+        "lora": None if classifier is None else classifier.spec["lora"],
+        "mlp": None if classifier is None else classifier.spec["mlp"],
         "n_boot": n_boot, "seed": seed, "backend": backend, "excluded_gds_training_rows": excluded,
         "code_version": code_version(), "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
 
 
-def reproduce_command(run: dict, *, input_name: str | None = None, per_class: int | None = None) -> str:
-    """The `mia eval` command line that repeats the run described by a run block."""
+def reproduce_command(run: dict, *, input_name: str | None = None, per_class: int | None = None,
+                      text_column: str = "text", label_column: str = "label") -> str:
+    """The `mia eval` command line that repeats the run described by a run block (same model, dtype, data, settings, seeds)."""
     words = ["mia", "eval", "--model", run["spec"], "--input", input_name or run["input"],
-             "--methods", ",".join(m for m in run["methods"] if not (m == "gds" and run.get("gds_fit"))) or '""',
-             "--k", str(run["k"]), "--bos", run["bos"], "--long-text", run["long_text"],
-             "--n-boot", str(run["n_boot"]), "--seed", str(run["seed"])]
+             "--methods", ",".join(run["methods"]), "--k", str(run["k"]), "--bos", run["bos"],
+             "--long-text", run["long_text"], "--n-boot", str(run["n_boot"]), "--seed", str(run["seed"]),
+             "--dtype", run["dtype"]]
+    if (text_column, label_column) != ("text", "label"):
+        words += ["--text-column", text_column, "--label-column", label_column]
     if per_class is not None:
         words += ["--per-class", str(per_class)]
     if run.get("gds_fit"):
-        words += ["--fit-gds", str(run["gds_fit"]["train_fraction"]), "--gds-seed", str(run["gds_fit"]["seed"])]
+        fit = run["gds_fit"]
+        words += ["--fit-gds", str(fit["train_fraction"]), "--gds-seed", str(fit["seed"]),
+                  "--gds-max-tokens", str(fit["settings"]["max_tokens"])]
     for name, value in run["params"].items():
         if name != "a":
             words += ["--param", f"{name}={value}"]
@@ -228,7 +237,7 @@ def reproduce_command(run: dict, *, input_name: str | None = None, per_class: in
     if run.get("freq"):
         words += ["--freq", str(run["freq"])]
     words += ["--output", "metrics.json", "--scores-output", "scores.csv"]
-    return " ".join(w if w == '""' else shlex.quote(w) for w in words)
+    return " ".join(shlex.quote(str(w)) for w in words)
 
 
 def json_safe(value):

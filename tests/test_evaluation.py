@@ -61,7 +61,8 @@ def test_printed_command_reproduces_the_numbers(saved, tmp_path, monkeypatch):
     result = evaluate_methods(lm, data, ["loss", "zlib", "min_k_pp"], k=0.25, fit_gds=GdsFit(0.5, seed=2), n_boot=200,
                               seed=5, source=str(csv))
     command = reproduce_command(result.report["run"])
-    assert command.startswith(f"mia eval --model {folder} --input {csv} --methods loss,zlib,min_k_pp --k 0.25")
+    assert command.startswith(f"mia eval --model {folder} --input {csv} --methods loss,zlib,min_k_pp,gds --k 0.25")
+    assert "--dtype float32" in command and "--fit-gds 0.5 --gds-seed 2" in command
     code, out, err = run_cli(*shlex.split(command)[1:])
     assert code == 0, err
     again = json.loads((tmp_path / "metrics.json").read_text())
@@ -76,3 +77,20 @@ def test_printed_command_reproduces_the_numbers(saved, tmp_path, monkeypatch):
 def test_json_safe_turns_non_finite_and_numpy_values_into_json():
     value = {"a": float("nan"), "b": [np.float64(1.5), np.int64(2), float("inf")], 3: np.array([0.5])}
     assert json_safe(value) == {"a": None, "b": [1.5, 2, None], "3": [0.5]}
+
+
+def test_command_of_a_gds_only_run_reproduces_it(saved, tmp_path, monkeypatch):
+    """`mia gds eval` and a Benchmark run with GDS alone print a command that runs (methods: gds)."""
+    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    folder, csv, data = saved
+    code, _, err = run_cli("gds", "eval", "--model", folder, "--input", csv, "--train-fraction", "0.5", "--max-tokens",
+                           "64", "--output", tmp_path / "gds.json", "--n-boot", "200")
+    assert code == 0, err
+    first = json.loads((tmp_path / "gds.json").read_text())
+    assert "--methods gds" in first["run"]["command"] and "--gds-max-tokens 64" in first["run"]["command"]
+    code, _, err = run_cli(*shlex.split(first["run"]["command"])[1:])
+    assert code == 0, err
+    again = json.loads((tmp_path / "metrics.json").read_text())
+    assert again["gds"]["auroc"] == pytest.approx(first["gds"]["auroc"], abs=1e-12)
+    assert again["split"] == first["split"]

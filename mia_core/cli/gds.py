@@ -90,7 +90,7 @@ def gds_eval(
 ) -> None:
     """Fit GDS on a seeded stratified split and evaluate it on the held-out texts (AUROC with CI).
 
-    The same evaluation as `mia eval --methods "" --fit-gds FRACTION` (one core function behind both).
+    The same evaluation as `mia eval --methods gds --fit-gds FRACTION` (one core function behind both).
     """
     check_options(k=0.2, bos="auto", long_text="sliding", n_boot=n_boot)
     data, settings = _prepare(input, text_column, label_column, train_fraction, max_tokens)
@@ -101,5 +101,7 @@ def gds_eval(
     fit = GdsFit(train_fraction, seed, settings, batch_tokens)
     result = evaluate_methods(lm, data, [], fit_gds=fit, n_boot=n_boot, seed=seed, source=str(input),
                               progress=progress_bar("gradients"))
-    result.scores = result.scores.loc[result.held_out, ["id", "label", "gds"]]
-    report_eval(result, lm, output, scores_output, input, None)
+    held = data.reset_index(drop=True).loc[result.held_out]  # the held-out rows, with their own columns
+    result.scores = held.drop(columns=["text"]).assign(gds=result.scores.loc[result.held_out, "gds"].to_numpy())
+    result.report["run"]["method"] = "gds"
+    report_eval(result, lm, output, scores_output, input, None, text_column, label_column)

@@ -112,6 +112,7 @@ def evaluate_cmd(
     fit_gds: Optional[float] = typer.Option(None, "--fit-gds", help="also fit GDS on this share of the texts "
                                             "(stratified); every method is then evaluated on the rest"),
     gds_seed: Optional[int] = typer.Option(None, "--gds-seed", help="seed of the GDS split and MLP (default: --seed)"),
+    gds_max_tokens: int = typer.Option(512, "--gds-max-tokens", help="tokens per text for the GDS gradients"),
     scores_output: Optional[Path] = typer.Option(None, "--scores-output", help="also write per-sample scores (CSV)"),
     param: Optional[List[str]] = ParamOpt,
     device: str = DeviceOpt,
@@ -140,26 +141,30 @@ def evaluate_cmd(
         inputs["classifier"] = params.pop("classifier")
     if "a" in inputs:
         params["a"] = inputs.pop("a")
-    gds = None if fit_gds is None else GdsFit(fit_gds, seed if gds_seed is None else gds_seed, GdsSettings())
+    if gds_max_tokens < 2:
+        fail(f"--gds-max-tokens must be at least 2 (got {gds_max_tokens})")
+    gds = None if fit_gds is None else GdsFit(fit_gds, seed if gds_seed is None else gds_seed,
+                                               GdsSettings(max_tokens=gds_max_tokens))
     try:
         result = evaluate_methods(lm, data, names, k=k, bos=bos, long_text=long_text, params=params, inputs=inputs,
                                   fit_gds=gds, n_boot=n_boot, seed=seed, source=str(input), progress=progress_bar("scoring"),
                                   **where)
     except WorkerError as err:
         fail(str(err))
-    report_eval(result, lm, output, scores_output, input, per_class)
+    report_eval(result, lm, output, scores_output, input, per_class, text_column, label_column)
     if is_named_set(input) and str(input) in DEMO_SET_NOTES:
         typer.echo(f"note: {DEMO_SET_NOTES[str(input)]}")
 
 
 def report_eval(result, lm: LanguageModel, output: Path, scores_output: Path | None, input: Path,
-                per_class: int | None) -> None:
+                per_class: int | None, text_column: str = "text", label_column: str = "label") -> None:
     """Write the metrics JSON (and scores CSV), print the table, the held-out note and the reproducing command."""
     report, excluded = result.report, int((~result.held_out).sum())
     if excluded and result.classifier is None:
         typer.echo(f"note: {excluded} of {len(result.held_out)} texts were in the GDS classifier's training split; "
                    f"every method is evaluated on the other {int(result.held_out.sum())}", err=True)
-    report["run"]["command"] = reproduce_command(report["run"], input_name=str(input), per_class=per_class)
+    report["run"]["command"] = reproduce_command(report["run"], input_name=str(input), per_class=per_class,
+                                                 text_column=text_column, label_column=label_column)
     output.write_text(json.dumps(report, indent=2))
     if scores_output is not None:
         result.scores.to_csv(scores_output, index=False)

@@ -43,7 +43,7 @@ class LanguageModel:
         self.tokenizer = tokenizer
         self.name = name
         #: What `load_model` was given to load it ("demo", "demo-known", a folder, a hub id): workers load it again from this.
-        self.spec = spec or name
+        self.spec = str(spec or name)
         self.fingerprint = fingerprint or _weights_fingerprint(model, tokenizer)
         config_max = getattr(model.config, "max_position_embeddings", None) or getattr(
             model.config, "n_positions", None

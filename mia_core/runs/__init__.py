@@ -1,9 +1,9 @@
 """Runs: the results store, the job plumbing, and the backends that compute statistics (local, Ray).
 
-Importing this package registers the "ray" backend with `mia_core.scoring` (see `backends.py`).
+Importing this package registers the "ray" backend with `mia_core.scoring` (see `backends.py`);
+the results store (`runs.store`, DuckDB) is imported by what uses it.
 """
 from . import backends
 from .ray_driver import RayOptions, WorkerError
-from .store import ResultsStore, RunRecord
 
-__all__ = ["RayOptions", "ResultsStore", "RunRecord", "WorkerError", "backends"]
+__all__ = ["RayOptions", "WorkerError", "backends"]

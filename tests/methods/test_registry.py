@@ -97,6 +97,9 @@ def test_parameters_validate_themselves():
     with pytest.raises(ValueError, match="n_neighbors"):
         get_method("neighbor").make_params(n_neighbors=0)
     assert KParams().k == 0.2
+    # numpy numbers (e.g. from a table of settings) are numbers too
+    assert get_method("dc_pdd").make_params(a=np.float32(0.01)).a == np.float32(0.01)
+    assert get_method("min_k").make_params(k=np.float64(0.3)).k == 0.3 and KParams(1).k == 1
 
 
 def test_score_at_k_equals_a_fresh_selection():

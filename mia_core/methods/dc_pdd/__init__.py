@@ -20,8 +20,8 @@ class DcPddParams:
     """Upper bound on each token's α (the paper's LUP strategy)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.a, bool) or not isinstance(self.a, (int, float)) or not self.a > 0:
-            raise ValueError(f"a must be > 0 (got {self.a})")
+        if isinstance(self.a, bool) or not isinstance(self.a, (int, float, np.integer, np.floating)) or not self.a > 0:
+            raise ValueError(f"a must be > 0 (got {self.a!r})")
 
 
 def first_occurrences(token_ids: np.ndarray) -> np.ndarray:

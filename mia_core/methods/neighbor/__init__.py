@@ -60,23 +60,8 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def prepare(stats: list[TokenStats], params: NeighborParams, *, lm: LanguageModel) -> None:
-    """Every text's neighbours scored in one batched statistics pass; `neighbor` then reads them from the cache."""
-    proposer = proposer_for(params.mask_model, lm)
-    by_policy: dict[tuple, list[str]] = {}
-    for s in stats:
-        try:
-            found = make_neighbors(s, proposer, n=int(params.n_neighbors), swap_fraction=float(params.swap_fraction),
-                                   seed=int(params.seed))
-        except ValueError:  # nothing to swap: `neighbor` says so for this text
-            continue
-        by_policy.setdefault(tuple(sorted(s.policies.items())), []).extend(nb.text for nb in found.neighbors)
-    for policy, texts in by_policy.items():
-        lm.token_stats(list(dict.fromkeys(texts)), **dict(policy))
-
-
 @register("neighbor", label="Neighbourhood", params=NeighborParams, needs=("stats", "lm"), token_level=False,
-          centre=None, prepare=prepare,
+          centre=None,
           reading=lambda v: f"the text is {abs(v):.2f} nats per token {'more' if v >= 0 else 'less'} likely than texts "
                             "a few words away; a memorised text stands out from its neighbours.",
           formula=r"\mathrm{score}(x) = \overline{\log p}(x) - \frac{1}{N}\sum_{\tilde x \in \mathcal{N}(x)} "
