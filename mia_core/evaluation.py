@@ -25,7 +25,7 @@ from .methods.gds.classifier import GdsClassifier, as_classifier, fit_classifier
 from .methods.gds.features import GdsSettings, Progress, gradient_features
 from .methods.gds.split import check_labels, split_record, stratified_split
 from .model.language_model import LanguageModel
-from .scoring import score_texts, text_stats
+from .scoring import score_table
 from .version import code_version
 
 #: Warn when the model-free classifier comes this close to the best method …
@@ -160,12 +160,8 @@ def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[st
     where = {"backend": backend, "ray_address": ray_address, "ray_options": ray_options}
     frame = pd.DataFrame({"id": ids, "label": labels})
     if scored:
-        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
-        scores = score_texts(lm, texts, scored, k=k, bos=bos, long_text=long_text, progress=progress, stats=stats,
-                             **where, **params, **inputs)
-        frame["n_tokens"] = [s.n_scored for s in stats]
-        frame["long_text"] = [s.long_text for s in stats]
-        frame = pd.concat([frame, scores], axis=1)
+        frame = pd.concat([frame, score_table(lm, texts, scored, k=k, bos=bos, long_text=long_text, progress=progress,
+                                              **where, **params, **inputs)], axis=1)
     held_out, classifier, extra = np.ones(len(texts), dtype=bool), None, {}
     if fit_gds is not None:
         fitted = evaluate_texts(lm, texts, labels, ids=ids, settings=fit_gds.settings, seed=fit_gds.seed,

@@ -158,6 +158,19 @@ def score_texts(
     return pd.DataFrame(columns)
 
 
+def score_table(lm: LanguageModel, texts: Sequence[str], methods: Sequence[str], *, k: float = 0.2, bos: str = "auto",
+                long_text: str = "sliding", progress: Callable[[int, int], None] | None = None, backend: str = "local",
+                ray_address: str | None = None, ray_options: Any = None, **params: Any) -> pd.DataFrame:
+    """`score_texts` with each text's scored-token count and long-text handling in front (columns n_tokens, long_text)."""
+    where = {"backend": backend, "ray_address": ray_address, "ray_options": ray_options}
+    stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
+    df = score_texts(lm, [str(t) for t in texts], methods, k=k, bos=bos, long_text=long_text, progress=progress,
+                     stats=stats, **where, **params)
+    df.insert(0, "n_tokens", [s.n_scored for s in stats])
+    df.insert(1, "long_text", [s.long_text for s in stats])
+    return df
+
+
 def text_stats(
     lm: LanguageModel,
     texts: Sequence[str],

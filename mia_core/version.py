@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import subprocess
+from importlib.metadata import version
 from pathlib import Path
 
 __version__ = "0.1.0"
@@ -17,3 +18,8 @@ def code_version() -> str:
     except (OSError, subprocess.SubprocessError):
         commit = ""
     return f"{__version__}+{commit}" if commit else __version__
+
+
+def package_versions(*packages: str) -> dict[str, str]:
+    """Installed versions of the named packages (recorded with artifacts that depend on them)."""
+    return {p: version(p) for p in packages}

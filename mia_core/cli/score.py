@@ -13,7 +13,7 @@ from ..inputs.tables import read_texts
 from ..methods.gds.features import GdsSettings
 from ..model.language_model import LanguageModel
 from ..runs.ray_driver import WorkerError
-from ..scoring import score_texts, text_stats
+from ..scoring import score_table
 from .app import app, fail
 from .options import (
     AOpt, BackendOpt, BosOpt, DeviceOpt, DtypeOpt, FreqOpt, KOpt, LabelColumnOpt, LoadOptions, LongTextOpt, MethodsOpt,
@@ -78,13 +78,9 @@ def score(
     texts = data["text"].tolist()
     progress = progress_bar("scoring")
     try:
-        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
-        df = score_texts(lm, texts, names, k=k, bos=bos, long_text=long_text, progress=progress, stats=stats,
-                         **where, **extra)
+        df = score_table(lm, texts, names, k=k, bos=bos, long_text=long_text, progress=progress, **where, **extra)
     except WorkerError as err:
         fail(str(err))
-    df.insert(0, "n_tokens", [s.n_scored for s in stats])
-    df.insert(1, "long_text", [s.long_text for s in stats])
     df.insert(0, "id", data["id"].to_numpy())
     df.to_csv(output, index=False)
     typer.echo(f"wrote {len(df)} rows × {len(names)} methods to {output}", err=True)

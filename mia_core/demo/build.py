@@ -20,6 +20,7 @@ from ..model.builtin import demo_known_dir
 from ..model.language_model import LanguageModel
 from ..model.loading import load_model
 from ..model.lora import ADAPTER_FILE
+from ..version import package_versions
 from .train import LoraSettings, train_lora
 
 
@@ -56,7 +57,7 @@ def build_demo(out_dir: str | Path | None = None, *, seed: int = 0, sizes: Split
         "loss_last_10": sum(losses[-10:]) / max(1, len(losses[-10:])),
         "wall_time_s": round(time.perf_counter() - start, 1),
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
-        "versions": {"torch": torch.__version__, **_versions("transformers", "peft")},
+        "versions": {"torch": torch.__version__, **package_versions("transformers", "peft")},
     }
     (out / "build.json").write_text(json.dumps(record, indent=1))
     return record
@@ -68,9 +69,3 @@ def _to_bf16(path: Path) -> None:
 
     tensors = {k: v.to(torch.bfloat16).contiguous() for k, v in load_file(path).items()}
     save_file(tensors, path, metadata={"format": "pt"})
-
-
-def _versions(*packages: str) -> dict[str, str]:
-    from importlib.metadata import version
-
-    return {p: version(p) for p in packages}

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...model.identity import text_sha256
 from ...model.language_model import LanguageModel
+from ...version import package_versions
 from .features import FEATURES, GdsSettings, Progress, feature_names, gradient_features
 from .split import check_labels, split_record, stratified_split
 
@@ -172,7 +173,7 @@ def fit_classifier(features: np.ndarray, labels, lm: LanguageModel, *, settings:
         "lora": asdict(settings), "features_per_matrix": list(FEATURES), "feature_names": feature_names(lm.model),
         "mlp": {"hidden": list(MLP_HIDDEN), "solver": "adam", "learning_rate_init": 1e-3, "early_stopping": True,
                 "seed": seed, "n_iter": int(pipe[-1].n_iter_)},
-        "split": split, "versions": _versions("torch", "peft", "transformers", "scikit-learn"),
+        "split": split, "versions": package_versions("torch", "peft", "transformers", "scikit-learn"),
     }
     return GdsClassifier.from_pipeline(pipe, spec)
 
@@ -186,9 +187,3 @@ def fit_texts(lm: LanguageModel, texts: Sequence[str], labels, *, ids=None, sett
     features = gradient_features(lm, [texts[i] for i in train], settings, batch_tokens=batch_tokens, progress=progress)
     split = split_record(y, train, test, ids, train_fraction=train_fraction, seed=seed, source=source, texts=texts)
     return fit_classifier(features, y[train], lm, settings=settings, seed=seed, split=split)
-
-
-def _versions(*packages: str) -> dict[str, str]:
-    from importlib.metadata import version
-
-    return {p: version(p) for p in packages}
