@@ -24,6 +24,8 @@ from . import metrics
 from .methods.gds.classifier import GdsClassifier, as_classifier, fit_classifier
 from .methods.gds.features import GdsSettings, Progress, gradient_features
 from .methods.gds.split import check_labels, split_record, stratified_split
+from .methods.helper_texts import HelperSplit, HelperTexts, ReferenceStats, split_helpers
+from .methods.registry import HELPER_NEEDS, get_method
 from .model.language_model import LanguageModel
 from .scoring import score_table
 from .version import code_version
@@ -142,18 +144,23 @@ class EvaluationRun:
     classifier: GdsClassifier | None = None
 
 
-def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[str], *, k: float = 0.2,
+def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[str], *, k: float | None = None,
                      bos: str = "auto", long_text: str = "sliding", params: dict | None = None,
                      inputs: dict | None = None, fit_gds: GdsFit | None = None, n_boot: int = 1000, seed: int = 0,
                      source: str = "", backend: str = "local", ray_address: str | None = None, ray_options: Any = None,
-                     progress: Callable[[int, int], None] | None = None) -> EvaluationRun:
+                     progress: Callable[[int, int], None] | None = None,
+                     helper_split: HelperSplit | None = None) -> EvaluationRun:
     """Score labelled texts (`data`: id, text, label) with `methods` and evaluate them on the held-out rows.
 
     params : method parameters (e.g. {"m": 5}); inputs : what methods need (`ref_model`, `freq`,
-    `classifier` — a classifier fitted elsewhere: the texts it learned from are held out).
+    `classifier` — a classifier fitted elsewhere: the texts it learned from are held out; helper
+    texts `shots_nonmembers`, `shots_members`, `reference` as `HelperTexts` or lists of texts).
     fit_gds : also fit GDS on a split here; then every method is evaluated on the other rows.
+    helper_split : how helper texts a method needs but `inputs` lacks are split off `data` (default
+        `HelperSplit(n_shots=params["n_shots"] or 10)`); those rows are then scored by no method.
     """
     methods, params, inputs = list(dict.fromkeys(methods)), dict(params or {}), dict(inputs or {})
+    data, helpers_record = _split_off_helpers(data, methods, params, inputs, helper_split, source)
     scored = [m for m in methods if not (m == "gds" and fit_gds is not None)]  # a GDS fitted here scores itself
     texts, labels = [str(t) for t in data["text"]], check_labels(data["label"].to_numpy())
     ids = data["id"].tolist() if "id" in data else list(range(len(texts)))
@@ -181,15 +188,46 @@ def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[st
     report = evaluate_frame(frame.loc[held_out, evaluated].reset_index(drop=True), labels[held_out],
                             [t for t, keep in zip(texts, held_out) if keep], n_boot=n_boot, seed=seed)
     report.update(extra)
+    if helpers_record:
+        report["helpers"] = helpers_record
     report["run"] = run_block(lm, classifier, methods=evaluated, k=k, bos=bos, long_text=long_text, params=params, inputs=inputs,
                               fit_gds=fit_gds, n_boot=n_boot, seed=seed, source=source, backend=backend,
-                              excluded=int((~held_out).sum()), n_texts=len(texts))
+                              excluded=int((~held_out).sum()), n_texts=len(texts), helpers=helpers_record)
     return EvaluationRun(json_safe(report), frame, held_out, classifier)
 
 
-def run_block(lm: LanguageModel, classifier: GdsClassifier | None, *, methods: list[str], k: float, bos: str, long_text: str, params: dict,
+def _split_off_helpers(data: pd.DataFrame, methods: list[str], params: dict, inputs: dict,
+                       split: HelperSplit | None, source: str) -> tuple[pd.DataFrame, dict]:
+    """(the rows to score, the helper record): helper texts the methods need but `inputs` lacks come off `data`."""
+    needed = [r for r in HELPER_NEEDS if any(r in get_method(m).needs for m in methods)]
+    missing = [r for r in needed if inputs.get(r) is None]
+    record: dict = {}
+    if missing:
+        split = split or HelperSplit(n_shots=int(params.get("n_shots", HelperSplit.n_shots)))
+        rows = split_helpers(check_labels(data["label"].to_numpy()), missing, split)
+        texts = [str(t) for t in data["text"]]
+        ids = data["id"].tolist() if "id" in data else list(range(len(texts)))
+        for role in missing:
+            inputs[role] = HelperTexts(tuple(texts[i] for i in rows[role]), role,
+                                       source=f"split off {source or 'the input'} (seed {split.seed})")
+            record[role] = {**inputs[role].describe(), "ids": [_plain_id(ids[i]) for i in rows[role]]}
+        record["split"] = asdict(split)
+        data = data.iloc[rows["scored"]].reset_index(drop=True)
+    for role in (r for r in needed if r not in missing):
+        given = inputs[role]
+        record[role] = (given.helpers if isinstance(given, ReferenceStats) else
+                        given if isinstance(given, HelperTexts) else HelperTexts(tuple(given), role)).describe()
+    return data, record
+
+
+def _plain_id(value):
+    """numpy scalars → Python values (for JSON)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def run_block(lm: LanguageModel, classifier: GdsClassifier | None, *, methods: list[str], k: float | None, bos: str, long_text: str, params: dict,
               inputs: dict, fit_gds: GdsFit | None, n_boot: int, seed: int, source: str, backend: str,
-              excluded: int, n_texts: int) -> dict:
+              excluded: int, n_texts: int, helpers: dict | None = None) -> dict:
     """What a reader needs to trust and repeat an evaluation: model, data, every setting and seed, code version."""
     ref_model, freq = inputs.get("ref_model"), inputs.get("freq")
     return {
@@ -202,6 +240,8 @@ def run_block(lm: LanguageModel, classifier: GdsClassifier | None, *, methods: l
         "lora": None if classifier is None else classifier.spec["lora"],
         "mlp": None if classifier is None else classifier.spec["mlp"],
         "n_boot": n_boot, "seed": seed, "backend": backend, "excluded_gds_training_rows": excluded,
+        "helper_split": (helpers or {}).get("split"),
+        "helper_sources": {r: v["source"] for r, v in (helpers or {}).items() if r != "split"},
         "code_version": code_version(), "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
 
@@ -210,8 +250,8 @@ def reproduce_command(run: dict, *, input_name: str | None = None, per_class: in
                       text_column: str = "text", label_column: str = "label") -> str:
     """The `mia eval` command line that repeats the run described by a run block (same model, dtype, data, settings, seeds)."""
     words = ["mia", "eval", "--model", run["spec"], "--input", input_name or run["input"],
-             "--methods", ",".join(run["methods"]), "--k", str(run["k"]), "--bos", run["bos"],
-             "--long-text", run["long_text"], "--n-boot", str(run["n_boot"]), "--seed", str(run["seed"]),
+             "--methods", ",".join(run["methods"]), *(["--k", str(run["k"])] if run.get("k") is not None else []),
+             "--bos", run["bos"], "--long-text", run["long_text"], "--n-boot", str(run["n_boot"]), "--seed", str(run["seed"]),
              "--dtype", run["dtype"]]
     if (text_column, label_column) != ("text", "label"):
         words += ["--text-column", text_column, "--label-column", label_column]
@@ -230,6 +270,12 @@ def reproduce_command(run: dict, *, input_name: str | None = None, per_class: in
         words += ["--param", f"classifier={run['classifier']}"]
     if run.get("ref_model"):
         words += ["--ref-model", str(run["ref_model"])]
+    for role, where in (run.get("helper_sources") or {}).items():
+        if not where.startswith("split off"):
+            words += [f"--{role.replace('_', '-')}", where]
+    if run.get("helper_split"):
+        words += ["--n-shots", str(run["helper_split"]["n_shots"]), "--reference-fraction",
+                  str(run["helper_split"]["reference_fraction"]), "--helper-seed", str(run["helper_split"]["seed"])]
     if run.get("freq"):
         words += ["--freq", str(run["freq"])]
     words += ["--output", "metrics.json", "--scores-output", "scores.csv"]

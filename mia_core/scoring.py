@@ -15,6 +15,8 @@ import pandas as pd
 
 from .methods import Score, get_method
 from .methods.dc_pdd.frequency import FrequencyTable, load_frequency_table
+from .methods.helper_texts import ROLES, ReferenceStats, as_helper_texts, check_disjoint
+from .methods.registry import HELPER_NEEDS
 from .model.identity import tokenizer_fingerprint
 from .model.language_model import LanguageModel
 from .model.policy import StatsPolicy
@@ -46,7 +48,7 @@ def check_backend(backend: str) -> None:
 
 
 #: Keyword arguments that supply a method's inputs rather than its parameters.
-INPUT_KWARGS = ("lm", "lowercase_stats", "ref_model", "ref_stats", "freq", "classifier")
+INPUT_KWARGS = ("lm", "lowercase_stats", "ref_model", "ref_stats", "freq", "classifier", *HELPER_NEEDS)
 
 
 def score(name: str, stats: TokenStats, **kwargs: Any) -> Score:
@@ -54,7 +56,9 @@ def score(name: str, stats: TokenStats, **kwargs: Any) -> Score:
 
     Inputs by need: `lowercase` takes `lowercase_stats=` or `lm=` (the target model, to compute
     them); `ref` takes `ref_stats=` or `ref_model=`; `dc_pdd` takes `freq=` (a `FrequencyTable` or
-    its path). Remaining keyword arguments are the method's parameters (e.g. `k=0.2`).
+    its path). ReCaLL and Con-ReCall take `shots_nonmembers=` / `shots_members=` (known texts) and
+    `lm=`; CAMIA takes `reference=` (a `ReferenceStats`, or known non-member texts with `lm=`).
+    Remaining keyword arguments are the method's parameters (e.g. `k=0.2`).
     """
     spec = get_method(name)
     inputs = _inputs_for_one(spec.needs, stats, kwargs)
@@ -79,14 +83,31 @@ def _inputs_for_one(needs: tuple[str, ...], stats: TokenStats, kwargs: dict) -> 
         inputs["lm"] = _require(lm, "this method", "lm= (the target model, for its extra passes)")
     if "classifier" in needs:
         inputs["classifier"] = _require(given["classifier"], "this method", "classifier= (fitted on labelled data)")
+    helpers = {role: kwargs.pop(role, None) for role in HELPER_NEEDS}
+    for role in (r for r in HELPER_NEEDS if r in needs):
+        value = _require(helpers[role], "this method", f"{role}= ({ROLES[role]})")
+        if role == "reference":
+            inputs[role] = value if isinstance(value, ReferenceStats) else reference_stats(
+                _require(lm, "this method", "lm= (to score the reference texts)"), value, **policy)
+        else:
+            inputs[role] = as_helper_texts(value, role)
+        check_disjoint([stats.text], [inputs[role].helpers if role == "reference" else inputs[role]])
     return inputs
+
+
+def reference_stats(lm: LanguageModel, texts, *, bos: str = "auto", long_text: str = "sliding", backend: str = "local",
+                    ray_address: str | None = None, ray_options: Any = None) -> ReferenceStats:
+    """Known non-member texts (or `HelperTexts`) with the target's statistics of each, for CAMIA's calibration."""
+    helpers = as_helper_texts(texts, "reference")
+    return ReferenceStats(helpers, tuple(text_stats(lm, helpers.texts, bos=bos, long_text=long_text, backend=backend,
+                                                    ray_address=ray_address, ray_options=ray_options)))
 
 
 def score_texts(
     lm: LanguageModel,
     texts: Sequence[str],
     methods: Sequence[str],
-    k: float = 0.2,
+    k: float | None = None,
     bos: str = "auto",
     *,
     progress: Callable[[int, int], None] | None = None,
@@ -99,8 +120,10 @@ def score_texts(
 ) -> pd.DataFrame:
     """Score every text with every method: one row per text, one column per method (higher = member).
 
-    `params` holds method parameters (e.g. `a=0.01` for dc_pdd) and inputs (`ref_model=`, `freq=`);
-    `k` goes to every method that has a `k`. Extra model passes run batched over all texts.
+    `params` holds method parameters (e.g. `a=0.01` for dc_pdd) and inputs (`ref_model=`, `freq=`,
+    the helper texts `shots_nonmembers=`, `shots_members=`, `reference=`, which must not be scored texts);
+    `k`, when given, goes to every method that has a `k` (else each keeps its own default: 0.2 for
+    min_k, min_k_pp and gap_k, 0.4 for surp). Extra model passes run batched over all texts.
     `stats` : the texts' statistics when already computed (e.g. by `text_stats`), else computed here.
     `backend` : "local", or "ray" to compute the target model's statistics (and the lowercased pass)
     on Ray model actors (`ray_address` picks the cluster, `ray_options` is a `mia_core.runs.ray_driver.RayOptions`);
@@ -113,14 +136,17 @@ def score_texts(
     needs = {n for s in specs for n in s.needs}
     ref_model, freq = params.pop("ref_model", None), params.pop("freq", None)
     classifier = params.pop("classifier", None)
+    given_helpers = {role: params.pop(role, None) for role in HELPER_NEEDS}
     used = {name for s in specs for name in s.param_names}
     unused = set(params) - used
     if unused:
         raise TypeError(f"parameters {sorted(unused)} are not used by methods {list(methods)}")
     # each method's parameters, validated by their dataclass before any model pass
-    method_params = {s.name: s.make_params(**{n: v for n, v in {**params, "k": k}.items() if n in s.param_names})
+    given = {**params, **({} if k is None else {"k": k})}
+    method_params = {s.name: s.make_params(**{n: v for n, v in given.items() if n in s.param_names})
                      for s in specs}
     texts = [str(t) for t in texts]
+    helpers = _helper_inputs(specs, given_helpers, texts)
     check_backend(backend)
     where = {"bos": bos, "long_text": long_text, "progress": progress, "backend": backend, "ray_address": ray_address,
              "ray_options": ray_options}
@@ -141,7 +167,10 @@ def score_texts(
     table = _frequency_table(_require(freq, "dc_pdd", "freq="), lm.tokenizer) if "freq" in needs else None
     if "classifier" in needs:
         _require(classifier, next(s.name for s in specs if "classifier" in s.needs), "classifier= (fitted on labelled data)")
-    shared = {"freq": table, "lm": lm, "classifier": classifier}
+    if "reference" in helpers and not isinstance(helpers["reference"], ReferenceStats):
+        helpers["reference"] = reference_stats(lm, helpers["reference"], bos=bos, long_text=long_text, backend=backend,
+                                               ray_address=ray_address, ray_options=ray_options)
+    shared = {"freq": table, "lm": lm, "classifier": classifier, **helpers}
     columns = {}
     for spec in specs:
         common = {n: shared[n] for n in spec.needs if n in shared}
@@ -158,7 +187,7 @@ def score_texts(
     return pd.DataFrame(columns)
 
 
-def score_table(lm: LanguageModel, texts: Sequence[str], methods: Sequence[str], *, k: float = 0.2, bos: str = "auto",
+def score_table(lm: LanguageModel, texts: Sequence[str], methods: Sequence[str], *, k: float | None = None, bos: str = "auto",
                 long_text: str = "sliding", progress: Callable[[int, int], None] | None = None, backend: str = "local",
                 ray_address: str | None = None, ray_options: Any = None, **params: Any) -> pd.DataFrame:
     """`score_texts` with each text's scored-token count and long-text handling in front (columns n_tokens, long_text)."""
@@ -186,6 +215,18 @@ def text_stats(
     check_backend(backend)
     return STATS_BACKENDS[backend](lm, list(texts), bos=bos, long_text=long_text, progress=progress,
                                    address=ray_address, options=ray_options)
+
+
+def _helper_inputs(specs, given: dict, texts: list[str]) -> dict:
+    """The helper texts the methods need, each checked to hold no scored text (a reference population
+    may come as `ReferenceStats` already computed)."""
+    out = {}
+    for role in (r for r in HELPER_NEEDS if any(r in s.needs for s in specs)):
+        method = next(s.name for s in specs if role in s.needs)
+        value = _require(given[role], method, f"{role}= ({ROLES[role]}; never the scored texts)")
+        out[role] = value if isinstance(value, ReferenceStats) else as_helper_texts(value, role)
+    check_disjoint(texts, [v.helpers if isinstance(v, ReferenceStats) else v for v in out.values()])
+    return out
 
 
 def _given_stats(stats: Sequence[TokenStats], texts: list[str], bos: str) -> list[TokenStats]:

@@ -43,13 +43,19 @@ def gpt2_lm(make_lm):
 
 @pytest.fixture(scope="session")
 def membership(tmp_path_factory):
-    """A tiny Llama trained for seconds on 40 member texts; 40 held-out texts from the same source."""
+    """A tiny Llama trained for seconds on 40 member texts; 40 held-out texts from the same source.
+
+    Helper texts (never scored): 8 more trained members and 30 more held-out texts, for the methods
+    that need known members or non-members (prefix shots, a reference population).
+    """
     tok = tiny_tokenizer(300)
-    texts = random_texts(80, seed=7)
-    members, nonmembers = texts[:40], texts[40:]
-    model = train_causal_lm(tiny_llama(len(tok), seed=1), tok, members, steps=40, lr=5e-3)
+    texts = random_texts(118, seed=7)
+    members, nonmembers = texts[:40], texts[40:80]
+    helper_members, helper_nonmembers = texts[80:88], texts[88:]
+    model = train_causal_lm(tiny_llama(len(tok), seed=1), tok, members + helper_members, steps=40, lr=5e-3)
     cache = StatsCache(tmp_path_factory.mktemp("membership-stats"))
     lm = LanguageModel(model, tok, name="tiny-trained", stats_cache=cache)
     ref_tok = tiny_tokenizer(280)
     ref_lm = LanguageModel(tiny_gpt2(len(ref_tok), seed=3), ref_tok, name="tiny-ref", stats_cache=cache)
-    return {"lm": lm, "ref_lm": ref_lm, "members": members, "nonmembers": nonmembers}
+    return {"lm": lm, "ref_lm": ref_lm, "members": members, "nonmembers": nonmembers,
+            "helper_members": helper_members, "helper_nonmembers": helper_nonmembers}

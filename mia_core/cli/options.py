@@ -11,9 +11,10 @@ import typer
 from tqdm.auto import tqdm
 
 from ..inputs import datasets
-from ..inputs.tables import read_labelled
+from ..inputs.tables import read_labelled, read_texts
 from ..methods import get_method
-from ..methods.registry import check_k
+from ..methods.helper_texts import ROLES, HelperTexts
+from ..methods.registry import HELPER_NEEDS, check_k
 from ..model.language_model import LanguageModel
 from ..model.loading import load_model
 from ..model.policy import BOS_POLICIES, LONG_TEXT_POLICIES
@@ -26,6 +27,8 @@ DEFAULT_METHODS = "loss,zlib,min_k,min_k_pp"
 ModelOpt = typer.Option(..., "--model", help="'demo', a local folder, or a Hugging Face hub id")
 MethodsOpt = typer.Option(DEFAULT_METHODS, "--methods", help="comma-separated method names (see: mia methods)")
 KOpt = typer.Option(0.2, "--k", help="fraction of tokens for min_k / min_k_pp")
+MethodsKOpt = typer.Option(None, "--k", help="fraction of tokens for every chosen method with a k (default: each "
+                           "method's own: 0.2 for min_k, min_k_pp, gap_k; 0.4 for surp)")
 TextColumnOpt = typer.Option("text", "--text-column")
 LabelColumnOpt = typer.Option("label", "--label-column", help="1 = member, 0 = non-member")
 BosOpt = typer.Option("auto", "--bos", help="auto: prepend the document-boundary token; none: reference-code behaviour")
@@ -45,6 +48,13 @@ RayAddressOpt = typer.Option(None, "--ray-address", help="Ray cluster to use wit
                              "else a new local instance on this machine)")
 RayActorsOpt = typer.Option(None, "--ray-actors", help="model actors with --backend ray (default: one per GPU, "
                             "else one per CPU)")
+
+ShotsNonmembersOpt = typer.Option(None, "--shots-nonmembers", help="known non-member texts (a file or folder, as "
+                                  "--input) for the prefixes of recall and con_recall; never the scored texts")
+ShotsMembersOpt = typer.Option(None, "--shots-members", help="known member texts (a file or folder) for the member "
+                               "prefix of con_recall; never the scored texts")
+ReferenceOpt = typer.Option(None, "--reference", help="known non-member texts (a file or folder) for camia's "
+                            "reference population; never the scored texts")
 
 
 @dataclass(frozen=True)
@@ -95,9 +105,10 @@ def method_names(spec: str) -> list[str]:
     return names
 
 
-def check_options(*, k: float, bos: str, long_text: str, n_boot: int = 1000) -> None:
-    """Reject bad option values before any model is loaded."""
-    check_k(k)
+def check_options(*, k: float | None, bos: str, long_text: str, n_boot: int = 1000) -> None:
+    """Reject bad option values before any model is loaded (k None: each method's own default)."""
+    if k is not None:
+        check_k(k)
     if bos not in BOS_POLICIES:
         fail(f"--bos must be one of {', '.join(BOS_POLICIES)} (got {bos!r})")
     if long_text not in LONG_TEXT_POLICIES:
@@ -163,3 +174,25 @@ def labelled_input(path: Path, text_column: str, label_column: str, per_class: i
             fail(f"--per-class must be at least 1 (got {per_class})")
         data = datasets.sample_per_class(data, per_class)
     return data
+
+
+def helper_texts(methods: list[str], files: dict[str, Path | None], *, text_column: str = "text",
+                 required: bool) -> dict[str, HelperTexts]:
+    """The helper texts the methods need, read from the files named (`required`: fail when one is missing)."""
+    out = {}
+    for role in HELPER_NEEDS:
+        users = [m for m in methods if role in get_method(m).needs]
+        path = files.get(role)
+        if not users:
+            if path is not None:
+                fail(f"--{role.replace('_', '-')} is used by none of the chosen methods")
+            continue
+        if path is None:
+            if required:
+                fail(f"method {users[0]} needs {ROLES[role]}: --{role.replace('_', '-')} FILE (texts that are "
+                     "never among the scored ones)")
+            continue
+        texts = read_texts(path, text_column=text_column)["text"].tolist()
+        out[role] = HelperTexts(tuple(texts), role, source=str(path))
+    return out
+

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from ..evaluation import GdsFit, evaluate_methods, format_report, reproduce_command
+from ..methods.helper_texts import HelperSplit
 from ..inputs import datasets
 from ..inputs.tables import read_texts
 from ..methods.gds.features import GdsSettings
@@ -16,9 +17,10 @@ from ..runs.ray_driver import WorkerError
 from ..scoring import score_table
 from .app import app, fail
 from .options import (
-    AOpt, BackendOpt, BosOpt, DeviceOpt, DtypeOpt, FreqOpt, KOpt, LabelColumnOpt, LoadOptions, LongTextOpt, MethodsOpt,
-    ModelOpt, NBootOpt, ParamOpt, PickleOpt, RayActorsOpt, RayAddressOpt, RefModelOpt, RemoteCodeOpt, TextColumnOpt,
-    backend_options, check_options, is_named_set, labelled_input, method_names, parse_params, progress_bar, writable,
+    AOpt, BackendOpt, BosOpt, DeviceOpt, DtypeOpt, FreqOpt, LabelColumnOpt, LoadOptions, LongTextOpt, MethodsKOpt,
+    MethodsOpt, ModelOpt, NBootOpt, ParamOpt, PickleOpt, RayActorsOpt, RayAddressOpt, ReferenceOpt, RefModelOpt, RemoteCodeOpt,
+    ShotsMembersOpt, ShotsNonmembersOpt, TextColumnOpt, backend_options, check_options, helper_texts, is_named_set,
+    labelled_input, method_names, parse_params, progress_bar, writable,
 )
 
 DEMO_SET_NOTES = {
@@ -50,7 +52,7 @@ def score(
                                "or a built-in set (see: mia datasets)"),
     output: Path = typer.Option(..., "--output", help="CSV of scores, one row per text"),
     methods: str = MethodsOpt,
-    k: float = KOpt,
+    k: Optional[float] = MethodsKOpt,
     text_column: str = TextColumnOpt,
     bos: str = BosOpt,
     long_text: str = LongTextOpt,
@@ -58,6 +60,9 @@ def score(
     freq: Optional[Path] = FreqOpt,
     a: float = AOpt,
     param: Optional[List[str]] = ParamOpt,
+    shots_nonmembers: Optional[Path] = ShotsNonmembersOpt,
+    shots_members: Optional[Path] = ShotsMembersOpt,
+    reference: Optional[Path] = ReferenceOpt,
     device: str = DeviceOpt,
     dtype: str = DtypeOpt,
     allow_pickle: bool = PickleOpt,
@@ -70,11 +75,13 @@ def score(
     names = method_names(methods)
     check_options(k=k, bos=bos, long_text=long_text)
     data = datasets.load(str(input)) if is_named_set(input) else read_texts(input, text_column=text_column)
+    helpers = helper_texts(names, {"shots_nonmembers": shots_nonmembers, "shots_members": shots_members,
+                                   "reference": reference}, required=True)
     writable(output)
     load = LoadOptions(device, dtype, allow_pickle, trust_remote_code)
     where = backend_options(backend, ray_address, ray_actors, load)
     lm = load.for_driver(where).load(model)
-    extra = {**parse_params(param), **method_inputs(names, ref_model=ref_model, freq=freq, a=a, load=load)}
+    extra = {**parse_params(param), **method_inputs(names, ref_model=ref_model, freq=freq, a=a, load=load), **helpers}
     texts = data["text"].tolist()
     progress = progress_bar("scoring")
     try:
@@ -95,7 +102,7 @@ def evaluate_cmd(
     methods: str = MethodsOpt,
     label_column: str = LabelColumnOpt,
     text_column: str = TextColumnOpt,
-    k: float = KOpt,
+    k: Optional[float] = MethodsKOpt,
     bos: str = BosOpt,
     long_text: str = LongTextOpt,
     ref_model: Optional[str] = RefModelOpt,
@@ -111,6 +118,15 @@ def evaluate_cmd(
     gds_max_tokens: int = typer.Option(512, "--gds-max-tokens", help="tokens per text for the GDS gradients"),
     scores_output: Optional[Path] = typer.Option(None, "--scores-output", help="also write per-sample scores (CSV)"),
     param: Optional[List[str]] = ParamOpt,
+    shots_nonmembers: Optional[Path] = ShotsNonmembersOpt,
+    shots_members: Optional[Path] = ShotsMembersOpt,
+    reference: Optional[Path] = ReferenceOpt,
+    n_shots: Optional[int] = typer.Option(None, "--n-shots", help="prefix shots per class split off the labelled "
+                                          "input when no --shots-* file is given (default: n_shots, else 10)"),
+    reference_fraction: float = typer.Option(0.3, "--reference-fraction", help="share of the non-members split off "
+                                             "as camia's reference population when no --reference is given"),
+    helper_seed: int = typer.Option(0, "--helper-seed", help="seed of that split; split-off texts are scored by no "
+                                    "method"),
     device: str = DeviceOpt,
     dtype: str = DtypeOpt,
     allow_pickle: bool = PickleOpt,
@@ -125,6 +141,8 @@ def evaluate_cmd(
     if fit_gds is not None and not 0 < fit_gds < 1:
         fail(f"--fit-gds must be in (0, 1) (got {fit_gds})")
     data = labelled_input(input, text_column, label_column, per_class)
+    helpers = helper_texts(names, {"shots_nonmembers": shots_nonmembers, "shots_members": shots_members,
+                                   "reference": reference}, required=False)
     writable(output)
     if scores_output is not None:
         writable(scores_output)
@@ -137,6 +155,12 @@ def evaluate_cmd(
         inputs["classifier"] = params.pop("classifier")
     if "a" in inputs:
         params["a"] = inputs.pop("a")
+    inputs.update(helpers)
+    try:
+        split = HelperSplit(n_shots=int(params.get("n_shots", HelperSplit.n_shots)) if n_shots is None else n_shots,
+                            reference_fraction=reference_fraction, seed=helper_seed)
+    except ValueError as err:
+        fail(str(err))
     if gds_max_tokens < 2:
         fail(f"--gds-max-tokens must be at least 2 (got {gds_max_tokens})")
     gds = None if fit_gds is None else GdsFit(fit_gds, seed if gds_seed is None else gds_seed,
@@ -144,7 +168,7 @@ def evaluate_cmd(
     try:
         result = evaluate_methods(lm, data, names, k=k, bos=bos, long_text=long_text, params=params, inputs=inputs,
                                   fit_gds=gds, n_boot=n_boot, seed=seed, source=str(input), progress=progress_bar("scoring"),
-                                  **where)
+                                  helper_split=split, **where)
     except WorkerError as err:
         fail(str(err))
     report_eval(result, lm, output, scores_output, input, per_class, text_column, label_column)
@@ -159,6 +183,8 @@ def report_eval(result, lm: LanguageModel, output: Path, scores_output: Path | N
     if excluded and result.classifier is None:
         typer.echo(f"note: {excluded} of {len(result.held_out)} texts were in the GDS classifier's training split; "
                    f"every method is evaluated on the other {int(result.held_out.sum())}", err=True)
+    for role, record in {r: v for r, v in report.get("helpers", {}).items() if r != "split"}.items():
+        typer.echo(f"note: {record['n']} texts as {role} ({record['source']}); no method scores them", err=True)
     report["run"]["command"] = reproduce_command(report["run"], input_name=str(input), per_class=per_class,
                                                  text_column=text_column, label_column=label_column)
     output.write_text(json.dumps(report, indent=2))

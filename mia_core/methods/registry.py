@@ -23,10 +23,19 @@ NEEDS = {
     "freq": "a token-frequency table of a reference corpus (`freq=`)",
     "lm": "further passes of the target model itself (`lm=`)",
     "classifier": "a classifier fitted on labelled member/non-member data (`classifier=`)",
+    "shots_nonmembers": "known non-member texts put in front of the text as a prefix (`shots_nonmembers=`; never "
+                        "scored texts)",
+    "shots_members": "known member texts put in front of the text as a second prefix (`shots_members=`; never "
+                     "scored texts)",
+    "reference": "a reference population of known non-members of the same kind (`reference=`; never scored texts)",
 }
 
+#: Needs met by helper texts: known members or non-members a method uses as context or as a reference.
+HELPER_NEEDS = ("shots_nonmembers", "shots_members", "reference")
+
 #: What access to the model a method needs, in words for the method lists (issue: heavy methods).
-ACCESS = ("target log-probs", "full logits", "extra model", "gradients", "labelled training data")
+ACCESS = ("target log-probs", "full logits", "extra model", "gradients", "labelled training data", "sampled text",
+          "known non-members", "known members")
 
 
 @dataclass(frozen=True)

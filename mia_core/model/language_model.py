@@ -154,6 +154,11 @@ class LanguageModel:
                 torch.cuda.empty_cache()
                 budget = max(self.max_length, budget // 2)
 
+    def fed_ids(self, text: str, bos: str = "auto") -> list[int]:
+        """The ids the statistics pass feeds for a whole text (before windowing); it scores `fed_ids[1:]`."""
+        StatsPolicy(bos, "sliding")
+        return self._with_boundary(self._encode(text)[0], bos)
+
     def _with_boundary(self, ids: list[int], bos: str) -> list[int]:
         """The ids a pass feeds for a text's ids: the document-boundary token first under bos="auto"."""
         return ([self._boundary] if bos == "auto" and self._boundary is not None else []) + ids

@@ -66,17 +66,26 @@ def test_readings_name_the_number():
 
 
 def test_methods_for_filters_by_what_is_available():
-    assert set(methods_for(("stats",))) == set(stats_only_methods()) == {"loss", "zlib", "min_k", "min_k_pp"}
-    assert set(methods_for(("stats", "lowercase_stats"))) == {"loss", "zlib", "min_k", "min_k_pp", "lowercase"}
-    assert "infilling" in methods_for(("stats", "lm")) and "gds" not in methods_for(("stats", "lm"))
+    stats_only = {n for n, spec in METHODS.items() if spec.needs == ("stats",)}
+    assert {"loss", "zlib", "min_k", "min_k_pp", "surp", "gap_k", "tag_tab"} <= stats_only
+    assert set(methods_for(("stats",))) == set(stats_only_methods()) == stats_only
+    assert set(methods_for(("stats", "lowercase_stats"))) == stats_only | {"lowercase"}
+    with_lm = set(methods_for(("stats", "lm")))
+    assert {"infilling", "pac"} <= with_lm and not with_lm & {"gds", "recall", "camia", "lowercase"}
+    assert "recall" in methods_for(("stats", "lm", "shots_nonmembers")) and "con_recall" not in methods_for(
+        ("stats", "lm", "shots_nonmembers"))
+    assert "camia" in methods_for(("stats", "reference"))
     assert set(methods_for()) == set(METHODS)
-    assert methods_for(("stats", "lm"), token_level=False) == ["neighbor"]
+    assert "neighbor" in methods_for(("stats", "lm"), token_level=False)
+    assert "min_k" not in methods_for(token_level=False)
 
 
 def test_unknown_names_suggest_the_closest():
     with pytest.raises(KeyError, match="did you mean 'min_k_pp'"):
         get_method("min_kpp")
-    with pytest.raises(KeyError, match="available: dc_pdd, .*zlib"):
+    with pytest.raises(KeyError, match="did you mean 'recall'"):
+        get_method("recal")
+    with pytest.raises(KeyError, match=f"available: {', '.join(sorted(METHODS))}"):
         get_method("nothing-like-it")
 
 

@@ -1,0 +1,166 @@
+"""ReCaLL (Xie et al. 2024, arXiv 2406.15968) and Con-ReCall (Wang et al. 2024, arXiv 2409.03363).
+
+ReCaLL: a prefix of known non-members lowers the log-likelihood of members more than that of
+non-members, so `score = LL(x|P) / LL(x)` (both negative; higher = member, not negated — the
+authors' project page and code). Con-ReCall contrasts a non-member prefix with a member prefix:
+`score = (LL(x|P_nm) − γ·LL(x|P_m)) / LL(x)` (γ = 0.5 as fast-mia; the paper's default γ is
+unconfirmed). Conditioning follows docs/methods.md "recall": the shared pass's own tokens are scored
+after the prefix, so conditional and unconditional log-probs pair up token by token; the prefix's
+key-value cache is computed once per fitted prefix and reused for every text (`prefix.py`).
+
+Shots come from helper texts the user names, never from the scored texts (the ports draw them from
+the benchmark itself, which leaks labels). Shots are joined with "" (every port but SoK's " ").
+`mode="reference"` reproduces the authors' tokenisation instead (prefix and text encoded separately,
+all of enc(x) scored in the numerator, enc(x)[1:] in the denominator).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...model.language_model import LanguageModel
+from ...model.token_stats import TokenStats
+from ..helper_texts import HelperTexts, as_helper_texts
+from ..registry import Score, register, require_tokens
+from .prefix import Conditioning, condition, reference_conditioning
+
+MODES = ("ours", "reference")
+#: The denominator's ceiling: LL(x) is negative; a text the model predicts perfectly would divide by 0.
+LL_CEILING = -1e-12
+
+
+def _check_shots(n_shots) -> None:
+    """n_shots is a positive integer (CLI values arrive as int)."""
+    if isinstance(n_shots, bool) or not isinstance(n_shots, (int, np.integer)) or n_shots < 1:
+        raise ValueError(f"n_shots must be an integer ≥ 1 (got {n_shots!r})")
+
+
+@dataclass(frozen=True)
+class RecallParams:
+    n_shots: int = 10
+    """Known non-members in the prefix (the first n_shots helper texts; fast-mia and SoK: 10)."""
+    mode: str = "ours"
+    """"ours" (the shared pass's tokens, paired) or "reference" (the authors' tokenisation)."""
+
+    def __post_init__(self) -> None:
+        _check_shots(self.n_shots)
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES} (got {self.mode!r})")
+
+
+@dataclass(frozen=True)
+class ConRecallParams:
+    n_shots: int = 10
+    """Known non-members in one prefix and known members in the other."""
+    gamma: float = 0.5
+    """Weight of the member prefix (fast-mia: 0.5; tune it only on a held-out labelled split)."""
+
+    def __post_init__(self) -> None:
+        _check_shots(self.n_shots)
+        if isinstance(self.gamma, bool) or not isinstance(self.gamma, (int, float)) or not np.isfinite(self.gamma) \
+                or self.gamma < 0:
+            raise ValueError(f"gamma must be a finite number ≥ 0 (got {self.gamma!r})")
+
+
+def conditioned(lm: LanguageModel, helpers: HelperTexts, n_shots: int, stats: list[TokenStats]) -> list[Conditioning]:
+    """Each text's conditioning on the first `n_shots` helper texts, computed once per (model, policy, text)."""
+    shots = helpers.texts[:n_shots]
+    key = lambda st: ("recall", lm.fingerprint, str(lm.dtype), st.bos_policy, shots, st.text)  # noqa: E731
+    todo = [st for st in stats if key(st) not in helpers.memo]
+    for st, found in zip(todo, condition(lm, shots, todo)):
+        helpers.memo[key(st)] = found
+    return [helpers.memo[key(st)] for st in stats]
+
+
+def _prepare_recall(stats: list[TokenStats], params: RecallParams, *, lm: LanguageModel, shots_nonmembers) -> None:
+    """Every text's conditional pass in batches against one prefix cache (mode "ours")."""
+    if params.mode == "ours":
+        conditioned(lm, as_helper_texts(shots_nonmembers, "shots_nonmembers"), params.n_shots, stats)
+
+
+def _ratio(numerator: float, stats: TokenStats, m: int) -> tuple[float, float]:
+    """(score, LL(x) over the first m tokens): the numerator over the text's own log-likelihood."""
+    ll = float(np.mean(stats.logprob[:m], dtype=np.float64))
+    return numerator / min(ll, LL_CEILING), ll
+
+
+def _scored(stats: TokenStats, m: int, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(token scores, selection) over all scored tokens: `values` on the first m, unselected zeros after."""
+    token_scores = np.zeros(stats.n_scored)
+    token_scores[:m] = values[:m]
+    selected = np.zeros(stats.n_scored, dtype=bool)
+    selected[:m] = True
+    return token_scores, selected
+
+
+@register("recall", label="ReCaLL", params=RecallParams, needs=("stats", "lm", "shots_nonmembers"), centre=0.0,
+          prepare=_prepare_recall, access=("target log-probs", "known non-members"),
+          cost="2 forward passes (the shots' key-value cache computed once and shared)",
+          reading=lambda v: f"after a prefix of known non-members the text keeps {v:.3f}× its log-likelihood; "
+                            "members lose more likelihood to a non-member prefix (higher = member).",
+          formula=r"\mathrm{score}(x) = \frac{\mathrm{LL}(x \mid P_{\mathrm{non}})}{\mathrm{LL}(x)},\ "
+                  r"\mathrm{LL} = \frac{1}{n}\sum_t \log p(x_t \mid \cdot)",
+          idea="A prefix of texts the model never saw lowers the likelihood of texts it did see more.",
+          summary="Log-likelihood after a prefix of known non-members divided by the plain log-likelihood.")
+def recall(stats: TokenStats, params: RecallParams, *, lm: LanguageModel, shots_nonmembers) -> Score:
+    """`LL(x|P) / min(LL(x), −1e-12)` over the same tokens; per token `ℓ_t|P − ℓ_t`."""
+    require_tokens(stats)
+    helpers = as_helper_texts(shots_nonmembers, "shots_nonmembers")
+    shots = helpers.texts[:params.n_shots]
+    if params.mode == "reference":
+        ll_cond, ll, kept = reference_conditioning(lm, shots, stats.text)
+        details = {"mode": "reference", "ll_conditional": ll_cond, "ll_unconditional": ll, "shots_kept": kept,
+                   "shots_given": len(shots),
+                   "shots_source": helpers.source}
+        return Score(ll_cond / min(ll, LL_CEILING), stats.logprob.astype(np.float64), np.ones(stats.n_scored, bool),
+                     details)
+    found = conditioned(lm, helpers, params.n_shots, [stats])[0]
+    m = found.fitted.n_scored
+    ll_cond = float(np.mean(found.logprob, dtype=np.float64))
+    value, ll = _ratio(ll_cond, stats, m)
+    token_scores, selected = _scored(stats, m, found.logprob.astype(np.float64) - stats.logprob[:m])
+    details = {"ll_conditional": ll_cond, "ll_unconditional": ll, "shots_kept": found.fitted.n_kept,
+               "shots_given": len(shots), "scored_tokens": m, "truncated": found.fitted.truncated,
+               "shots_source": helpers.source}
+    return Score(value, token_scores, selected, details)
+
+
+def _prepare_con_recall(stats: list[TokenStats], params: ConRecallParams, *, lm: LanguageModel, shots_nonmembers,
+                        shots_members) -> None:
+    """Both prefixes' conditional passes, batched against their caches."""
+    conditioned(lm, as_helper_texts(shots_nonmembers, "shots_nonmembers"), params.n_shots, stats)
+    conditioned(lm, as_helper_texts(shots_members, "shots_members"), params.n_shots, stats)
+
+
+@register("con_recall", label="Con-ReCall", params=ConRecallParams, centre=None, prepare=_prepare_con_recall,
+          needs=("stats", "lm", "shots_nonmembers", "shots_members"),
+          access=("target log-probs", "known non-members", "known members"),
+          cost="3 forward passes (each prefix's key-value cache computed once and shared)",
+          reading=lambda v: f"the contrast of a non-member and a member prefix is {v:.3f} of the text's "
+                            "log-likelihood; members react to the two prefixes asymmetrically (higher = member).",
+          formula=r"\mathrm{score}(x) = \frac{\mathrm{LL}(x \mid P_{\mathrm{non}}) - \gamma\,"
+                  r"\mathrm{LL}(x \mid P_{\mathrm{mem}})}{\mathrm{LL}(x)}",
+          idea="Members react differently to a prefix of non-members than to a prefix of members; the contrast "
+               "of the two separates them.",
+          summary="Log-likelihood after a non-member prefix minus γ times that after a member prefix, over the "
+                  "plain log-likelihood.")
+def con_recall(stats: TokenStats, params: ConRecallParams, *, lm: LanguageModel, shots_nonmembers,
+               shots_members) -> Score:
+    """`(LL(x|P_nm) − γ·LL(x|P_m)) / min(LL(x), −1e-12)` over the tokens both prefixes leave room for."""
+    require_tokens(stats)
+    non = as_helper_texts(shots_nonmembers, "shots_nonmembers")
+    mem = as_helper_texts(shots_members, "shots_members")
+    c_non = conditioned(lm, non, params.n_shots, [stats])[0]
+    c_mem = conditioned(lm, mem, params.n_shots, [stats])[0]
+    m = min(c_non.fitted.n_scored, c_mem.fitted.n_scored)
+    ll_non = float(np.mean(c_non.logprob[:m], dtype=np.float64))
+    ll_mem = float(np.mean(c_mem.logprob[:m], dtype=np.float64))
+    value, ll = _ratio(ll_non - params.gamma * ll_mem, stats, m)
+    per_token = c_non.logprob[:m].astype(np.float64) - params.gamma * c_mem.logprob[:m].astype(np.float64)
+    token_scores, selected = _scored(stats, m, per_token)
+    details = {"ll_nonmember_prefix": ll_non, "ll_member_prefix": ll_mem, "ll_unconditional": ll, "gamma": params.gamma,
+               "scored_tokens": m, "truncated": c_non.fitted.truncated or c_mem.fitted.truncated,
+               "shots_kept": {"non-members": c_non.fitted.n_kept, "members": c_mem.fitted.n_kept},
+               "shots_source": {"non-members": non.source, "members": mem.source}}
+    return Score(value, token_scores, selected, details)
