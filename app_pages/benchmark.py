@@ -1,14 +1,15 @@
 """Benchmark methods on labelled texts: ROC curves, metrics with intervals, the blind baseline.
 
 GDS is offered apart from the other methods: it is supervised, so it is fitted on a seeded stratified
-split and every method is then evaluated on the same held-out texts.
+split and every method is then evaluated on the same held-out texts. Methods that need helper texts
+(known members or non-members) get them split off the labelled set, or from uploaded files; those
+texts are scored by no method.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
-import tempfile
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,11 +20,17 @@ from mia_core import datasets
 from mia_core.evaluation import GdsFit, evaluate_methods, reproduce_command
 from mia_core.inputs.benchmarks import BENCHMARKS, load_benchmark
 from mia_core.inputs.tables import InputError, read_labelled
-from mia_core.methods import methods_for
+from mia_core.methods import NEEDS, methods_for
+from mia_core.methods.registry import HELPER_NEEDS
 from ui.charts import bucket_table, distribution_figure, roc_figure
+from ui.helpers import BenchmarkHelpers, benchmark_helpers_ui, helpers_note, read_upload
 from ui.models import cached_model
 
-METHODS = methods_for(("stats", "lowercase_stats"))
+#: What the page can supply: the model's own passes and helper texts (GDS has its own fit option below).
+SUPPLIED = ("stats", "lowercase_stats", "lm", *HELPER_NEEDS)
+METHODS = methods_for(SUPPLIED)
+#: Registered methods needing an input the page does not take (a reference model, a frequency table).
+ELSEWHERE = [m for m in mia_core.METHODS if m not in METHODS and m != "gds"]
 
 
 def data_ui() -> tuple[str, pd.DataFrame | None, int | None]:
@@ -45,14 +52,12 @@ def data_ui() -> tuple[str, pd.DataFrame | None, int | None]:
         st.session_state["bench_columns"] = {"text_column": text_col, "label_column": label_col}
         if upload is None:
             return "", None, None
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / Path(upload.name).name
-            path.write_bytes(upload.getvalue())
-            try:
-                return upload.name, read_labelled(path, text_column=text_col, label_column=label_col), None
-            except InputError as err:
-                st.error(str(err))
-                return "", None, None
+        try:
+            return upload.name, read_upload(upload, lambda path: read_labelled(path, text_column=text_col,
+                                                                               label_column=label_col)), None
+        except InputError as err:
+            st.error(str(err))
+            return "", None, None
     name = st.selectbox("Benchmark", list(BENCHMARKS), key="bench_hub")
     st.caption(BENCHMARKS[name].note)
     if not st.button("Load from the hub", key="bench_hub_load"):
@@ -83,12 +88,45 @@ def gds_ui() -> dict | None:
     return {"train_fraction": float(fraction), "seed": int(seed)}
 
 
-def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float, gds_opts: dict | None = None,
-        per_class: int | None = None) -> None:
+def methods_ui() -> tuple[list[str], float | None]:
+    """The methods, each with what it needs from the model and what it costs, and k (None: each method's own)."""
+    methods = st.multiselect("Methods", METHODS, default=["loss", "zlib", "min_k", "min_k_pp"], key="bench_methods",
+                             format_func=lambda m: mia_core.METHODS[m].label)
+    specs = [mia_core.METHODS[m] for m in methods]
+    if specs:
+        st.markdown("\n".join(f"- **{s.label}** — access: {', '.join(s.access)}; cost: {s.cost}" for s in specs))
+    if ELSEWHERE:
+        st.caption("Not offered here (run them with `mia eval`): " + "; ".join(map(unmet_needs, ELSEWHERE)) + ".")
+    own = {m: v for m in methods if (v := own_k(m)) is not None}
+    if not own:
+        return methods, None
+    if not st.toggle("One k for every method that takes one", key="bench_k_same"):
+        st.caption("k: each method's own default — " + ", ".join(f"{mia_core.METHODS[m].label} {v:g}"
+                                                                for m, v in own.items()) + ".")
+        return methods, None
+    return methods, st.slider("k: fraction of tokens (or windows) averaged", 0.05, 1.0, 0.2, 0.05, key="bench_k")
+
+
+def unmet_needs(method: str) -> str:
+    """"DC-PDD, which needs a token-frequency table …": what the page cannot supply to a method."""
+    words = [NEEDS[n].split(" (`")[0] for n in mia_core.METHODS[method].needs if n not in SUPPLIED]
+    return f"{mia_core.METHODS[method].label}, which needs {' and '.join(words)}"
+
+
+def own_k(method: str) -> float | None:
+    """The default k of a method's parameters, or None when it takes no k."""
+    fields = {f.name: f.default for f in dataclasses.fields(mia_core.METHODS[method].params)}
+    return fields.get("k")
+
+
+def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float | None, gds_opts: dict | None = None,
+        per_class: int | None = None, helpers: BenchmarkHelpers | None = None) -> None:
     """Score and evaluate through the core's one evaluation path (`evaluate_methods`); keep the result in the session.
 
-    With `gds_opts`, GDS is fitted on a seeded stratified split and all methods are evaluated on the rest.
+    With `gds_opts`, GDS is fitted on a seeded stratified split and all methods are evaluated on the rest;
+    `helpers` gives the helper texts (files) or how to split them off `data` (then no method scores them).
     """
+    helpers = helpers or BenchmarkHelpers()
     bar = st.progress(0.0, text="Scoring …")
     lm = cached_model(spec)
     data = data.reset_index(drop=True)
@@ -97,16 +135,18 @@ def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float, 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = evaluate_methods(lm, data, methods, k=k, fit_gds=fit, n_boot=1000, seed=0, source=name,
+                                      params=helpers.params, inputs=helpers.inputs, helper_split=helpers.split,
                                       progress=lambda done, total: bar.progress(min(1.0, done / max(total, 1)),
                                                                                 text="Scoring …"))
-    except ValueError as err:  # e.g. too few labelled texts for the GDS split
+    except ValueError as err:  # e.g. too few labelled texts for the GDS or the helper split, a helper text scored
         bar.empty()
-        st.error(f"GDS: {err}" if fit is not None else str(err))
+        st.error(f"GDS: {err}" if fit is not None and not helpers.roles else str(err))
         return
     bar.empty()
     if result.classifier is not None:
         st.session_state["gds_classifier"] = {"model": spec, "classifier": result.classifier}  # Explore offers it
     keep = result.held_out
+    data = helpers.scored(data)  # the helper texts split off were scored by no method
     evaluated = result.report["run"]["methods"]
     st.session_state["bench_result"] = {
         "name": name, "model": spec, "data": data[keep].reset_index(drop=True),
@@ -145,6 +185,8 @@ def draw(result: dict) -> None:
                  f"model {result['model']}")
     if result.get("gds_split"):
         st.info(gds_note(result["gds_split"]))
+    if report.get("helpers"):
+        st.info(helpers_note(report["helpers"]))
     for warning in report["warnings"]:
         st.warning(f"⚠ {warning}")
     log_scale = st.toggle("log-log axes (low false-positive regime)", key="bench_log")
@@ -175,16 +217,15 @@ def draw(result: dict) -> None:
 st.title("Benchmark methods")
 spec = st.session_state.get("model_spec")
 name, data, per_class = data_ui()
-methods = st.multiselect("Methods", METHODS, default=["loss", "zlib", "min_k", "min_k_pp"], key="bench_methods",
-                         format_func=lambda m: mia_core.METHODS[m].label)
-k = st.slider("k for Min-K% methods", 0.05, 1.0, 0.2, 0.05, key="bench_k")
+methods, k = methods_ui()
+helpers = benchmark_helpers_ui(methods)
 gds_opts = gds_ui()
-ready = spec is not None and data is not None and len(data) > 0 and bool(methods or gds_opts)
+ready = spec is not None and data is not None and len(data) > 0 and bool(methods or gds_opts) and helpers.ready
 if spec is None:
     st.warning("Load a model in the sidebar first.")
 elif data is not None and len(np.unique(data["label"])) < 2:
     st.error("The data needs both members (1) and non-members (0).")
 elif st.button("Run", type="primary", disabled=not ready, key="bench_run"):
-    run(spec, name, data, methods, k, gds_opts, per_class)
+    run(spec, name, data, methods, k, gds_opts, per_class, helpers)
 if "bench_result" in st.session_state:
     draw(st.session_state["bench_result"])

@@ -2,22 +2,28 @@
 
 Methods that need nothing but the statistics redraw instantly; methods that run the target model
 again (more passes) are computed only when asked, and their results are kept for the session.
+Methods that compare the text with known texts (helper texts: ReCaLL, Con-ReCall, CAMIA) are offered
+once such texts are chosen, and never with the explored text among them.
 """
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core.heatmap import heatmap_html
 from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
-from mia_core.methods import methods_for, reading, stats_only_methods
+from mia_core.methods import methods_for, stats_only_methods
+from mia_core.methods.registry import HELPER_NEEDS
+from ui.helpers import explore_helpers_ui, helper_inputs, missing_roles, needs_line, takes_shots
 from ui.models import cached_model, cached_stats
+from ui.token_views import draw_score
 
 #: Methods that need nothing but the target's statistics: switching between them is free.
 STATS_ONLY = stats_only_methods()
 #: Methods that run the target model again: computed on request (they cost more), kept per session.
-EXTRA_PASSES = [name for name in methods_for(("stats", "lm")) if name not in STATS_ONLY]
+EXTRA_PASSES = [name for name in methods_for(("stats", "lm", "lowercase_stats")) if name not in STATS_ONLY]
+#: Methods that also need helper texts (known members or non-members): offered once those are chosen.
+HELPER_METHODS = [name for name in methods_for(("stats", "lm", "lowercase_stats", *HELPER_NEEDS))
+                  if name not in STATS_ONLY + EXTRA_PASSES]
 SAMPLE = ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
           "foolishness, it was the epoch of belief, it was the epoch of incredulity.")
 
@@ -48,49 +54,38 @@ def session_classifier():
     return fitted["classifier"] if fitted and fitted["model"] == st.session_state.get("model_spec") else None
 
 
-def method_ui() -> tuple[list[str], list[str], float]:
-    """Up to two statistics-only methods side by side, methods that run the model again, and k."""
+def method_ui(excluded: set[str]) -> tuple[list[str], list[str], float, dict, int]:
+    """Up to two statistics-only methods side by side, methods that run the model again, k, the helper texts
+    (never a text in `excluded`) and the prefix shots."""
     methods = st.multiselect("Methods (two are shown side by side)", STATS_ONLY, default=["min_k_pp", "min_k"],
                              max_selections=2, format_func=lambda m: mia_core.METHODS[m].label, key="explore_methods")
-    offered = EXTRA_PASSES + (["gds"] if session_classifier() is not None else [])
+    helpers = explore_helpers_ui(excluded)
+    ready = [m for m in HELPER_METHODS if not missing_roles(m, helpers)]
+    offered = EXTRA_PASSES + ready + (["gds"] if session_classifier() is not None else [])
     extra = st.multiselect("Methods that run the model again (computed when you ask: they cost more)", offered,
-                           format_func=label_and_cost, key="explore_extra") if offered else []
+                           format_func=label_and_cost, key="explore_extra")
+    waiting = [m for m in HELPER_METHODS if m not in ready]
+    if waiting:
+        st.caption("Unavailable until helper texts are chosen: "
+                   + "; ".join(needs_line(m, missing_roles(m, helpers)) for m in waiting) + ".")
     if "gds" in offered:
         st.caption(f"GDS uses the classifier fitted on the Benchmark page: {session_classifier().describe()}.")
     else:
         st.caption("GDS is supervised (an MLP learns from labelled texts): fit it on the Benchmark page for this "
                    "model and it appears here.")
     k = st.slider("k: fraction of tokens in the min-k% selection", 0.05, 1.0, 0.2, 0.05, key="explore_k")
-    return methods, extra, k
+    n_shots = int(st.number_input("Prefix shots (n_shots: the first known texts put in front of the text)", 1, 100,
+                                  10, 1, key="explore_n_shots")) if takes_shots(extra) else 10
+    return methods, extra, k, helpers, n_shots
 
 
-def method_params(method: str, k: float) -> dict:
-    """k where the method takes one; GDS's classifier from this session."""
-    params = {"k": k} if "k" in mia_core.METHODS[method].param_names else {}
+def method_params(method: str, k: float, n_shots: int = 10) -> dict:
+    """k and n_shots where the method takes them; GDS's classifier from this session."""
+    names = mia_core.METHODS[method].param_names
+    params = {name: value for name, value in (("k", k), ("n_shots", n_shots)) if name in names}
     if "classifier" in mia_core.METHODS[method].needs:
         params["classifier"] = session_classifier()
     return params
-
-
-def draw_score(stats, method: str, score: mia_core.Score, decode) -> None:
-    """A method's sequence score, its reading, the heatmap of its token scores, and its details."""
-    st.metric(mia_core.METHODS[method].label, f"{score.value:.4f}")
-    st.caption(reading(method, score.value))
-    st.html(heatmap_html(stats, score.token_scores, score.selected, centre=mia_core.METHODS[method].centre, decode=decode,
-                         element_id=f"heatmap-{method}"))
-    draw_details(score.details)
-
-
-def draw_details(details: dict) -> None:
-    """Every list of dicts as a table under its name; other entries in one caption."""
-    tables = {name: value for name, value in details.items()
-              if isinstance(value, list) and value and all(isinstance(row, dict) for row in value)}
-    facts = [f"{name}: {value}" for name, value in details.items() if name not in tables]
-    if facts:
-        st.caption(" · ".join(facts))
-    for name, rows in tables.items():
-        st.markdown(f"**{name}**")
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
 def at_k(method: str, result: tuple[float, mia_core.Score], k: float) -> mia_core.Score | None:
@@ -101,38 +96,60 @@ def at_k(method: str, result: tuple[float, mia_core.Score], k: float) -> mia_cor
     return score.at_k(k)
 
 
-def extra_pass_section(stats, request: tuple, extra: list[str], k: float, decode) -> None:
+def result_key(method: str, helpers: dict, n_shots: int) -> tuple:
+    """What a stored result depends on besides the text, model, BOS policy and k: its helper texts and shots."""
+    shots = n_shots if "n_shots" in mia_core.METHODS[method].param_names else None
+    return method, tuple((role, helpers[role]) for role in missing_roles(method, ())), shots
+
+
+def extra_pass_section(stats, request: tuple, extra: list[str], k: float, decode, helpers: dict, n_shots: int) -> None:
     """Compute the chosen methods that run the model again on a button press, then draw them."""
     store = st.session_state.get("explore_extra_results")
     if store is None or store["request"] != request:  # a new text, model or BOS policy: start afresh
         store = st.session_state["explore_extra_results"] = {"request": request, "results": {}}
     results = store["results"]
-    todo = [m for m in extra if m not in results or
-            not isinstance(results[m][1], str) and at_k(m, results[m], k) is None]
+    keys = {m: result_key(m, helpers, n_shots) for m in extra}
+
+    def stored(m: str):  # the error message or the score for this k, else None (to compute)
+        found = results.get(keys[m])
+        return None if found is None else found[1] if isinstance(found[1], str) else at_k(m, found, k)
+
+    todo = [m for m in extra if stored(m) is None]
     if todo and st.button("Compute " + ", ".join(mia_core.METHODS[m].label for m in todo), key="explore_extra_run",
                           help="Runs the model again: " + "; ".join(label_and_cost(m) for m in todo)):
         lm = cached_model(request[0])
         for method in todo:
             with st.spinner(f"Running {label_and_cost(method)} …"):
                 try:
-                    results[method] = (k, mia_core.score(method, stats, lm=lm, **method_params(method, k)))
+                    inputs = helper_inputs(method, helpers, request[0], request[2])
+                    results[keys[method]] = (k, mia_core.score(method, stats, lm=lm, **inputs,
+                                                               **method_params(method, k, n_shots)))
                 except ValueError as err:
-                    results[method] = (k, str(err))
+                    results[keys[method]] = (k, str(err))
     elif todo:
         st.caption("Not computed yet: " + "; ".join(label_and_cost(m) for m in todo) + ".")
-    ready = [m for m in extra if m in results and (isinstance(results[m][1], str) or at_k(m, results[m], k))]
+    ready = [m for m in extra if stored(m) is not None]
     for column, method in zip(st.columns(len(ready)) if ready else [], ready):
         with column:
-            if isinstance(results[method][1], str):
-                st.error(f"{mia_core.METHODS[method].label}: {results[method][1]}")
+            if isinstance(stored(method), str):
+                st.error(f"{mia_core.METHODS[method].label}: {stored(method)}")
             else:
-                draw_score(stats, method, at_k(method, results[method], k), decode)
+                draw_score(stats, method, stored(method), decode)
+
+
+def whose(stats, spec: str, bos: str) -> str:
+    """Which text and model the numbers below belong to."""
+    words = stats.text.split()
+    preview = " ".join(words[:8]) + (" …" if len(words) > 8 else "")
+    return (f"Scores of “{preview}” ({stats.n_scored} tokens) under model **{spec}**, BOS policy {bos}; "
+            "higher = more member-like.")
 
 
 st.title("Explore a text")
 spec = st.session_state.get("model_spec")
 text = text_input_ui()
-methods, extra, k = method_ui()
+request = st.session_state.get("explore_request")
+methods, extra, k, helpers, n_shots = method_ui({text} | ({request[1]} if request else set()))
 bos = st.radio("BOS policy", ["auto", "none"], horizontal=True, key="explore_bos",
                help="auto: prepend the document-boundary token so every token is scored; none: as the reference code.")
 if st.button("Score", type="primary", disabled=spec is None or not text.strip()):
@@ -152,14 +169,18 @@ elif request is not None and (methods or extra):
                 if stats.long_text == "sliding" else "truncated to the context"
             st.info(f"The text has {stats.n_text_tokens:,} tokens, more than the model's context: it was {what}.")
         tokenizer = cached_model(req_spec).tokenizer
+        st.markdown(whose(stats, req_spec, req_bos))
         if methods:
             for column, method in zip(st.columns(len(methods)), methods):
                 with column:
-                    draw_score(stats, method, mia_core.score(method, stats, **method_params(method, k)),
-                               tokenizer.decode)
+                    try:
+                        draw_score(stats, method, mia_core.score(method, stats, **method_params(method, k)),
+                                   tokenizer.decode)
+                    except ValueError as err:  # e.g. Tag&Tab on a text without a word to tag
+                        st.error(f"{mia_core.METHODS[method].label}: {err}")
         if extra:
             st.subheader("Methods that run the model again")
-            extra_pass_section(stats, request, extra, k, tokenizer.decode)
+            extra_pass_section(stats, request, extra, k, tokenizer.decode, helpers, n_shots)
         st.caption(f"{stats.n_scored} tokens scored"
                    + (f"; boundary token {stats.boundary_token!r} prepended" if stats.boundary_token else "")
                    + ". Hover a token for log p, μ, σ, its rank and the model's top-1 alternative.")

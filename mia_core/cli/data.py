@@ -77,5 +77,6 @@ def list_methods() -> None:
     """List the available methods and what each needs."""
     for spec in METHODS.values():
         params = ", ".join(spec.param_names) or "-"
-        typer.echo(f"{spec.name:10s} {spec.label:18s} needs: {'+'.join(spec.needs):24s} params: {params}\n"
+        typer.echo(f"{spec.name:10s} {spec.label:19s} params: {params}\n"
+                   f"           needs: {' + '.join(spec.needs)}\n"
                    f"           access: {', '.join(spec.access)}; cost: {spec.cost}\n           {spec.summary}")

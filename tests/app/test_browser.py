@@ -32,12 +32,16 @@ def store_path(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(store_path):
+    """The dashboard on a free port; no file watcher (files edited meanwhile must not rerun the pages), its output
+    in a log file beside the store (an unread pipe would block the server once full)."""
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MIA_LENS_STORE": str(store_path)}
+    log = (store_path.parent / "server.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 60
     while time.time() < deadline:
         with socket.socket() as s:
@@ -47,6 +51,7 @@ def server(store_path):
     yield f"http://127.0.0.1:{port}"
     proc.terminate()
     proc.wait(timeout=20)
+    log.close()
 
 
 def test_explore_page_in_chromium(server):
@@ -125,3 +130,49 @@ def test_audit_page_shows_a_run_made_outside_the_dashboard(server, store_path):
         page.screenshot(path=str(ARTIFACTS / "audit_drilldown.png"))
         browser.close()
     assert (ARTIFACTS / "audit_page.png").stat().st_size > 10_000
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick `option` in the Streamlit multiselect whose label is `label` (open it, click the option by its name)."""
+    page.locator('[data-testid="stMultiSelect"]').filter(has_text=label).first.locator("input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(500)
+
+
+def test_new_methods_in_chromium(server):
+    """The Benchmark page's helper-text section once ReCaLL is chosen, and Gap-K% and SURP heatmaps on Explore."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.goto(f"{server}/benchmark", timeout=120_000)
+        page.get_by_label("Texts per class (a seeded sample; fewer = faster)").wait_for(timeout=120_000)
+        choose(page, "Methods", "ReCaLL")
+        page.get_by_text("Prefix shots (n_shots)").wait_for(timeout=60_000)
+        assert page.get_by_text("these rows are scored by no method", exact=False).count() == 1
+        page.get_by_text("these rows are scored by no method", exact=False).scroll_into_view_if_needed()
+        page.mouse.wheel(0, 250)  # the whole section, from the method list to the split caption
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ARTIFACTS / "benchmark_helpers.png"))
+        page.goto(f"{server}/explore", timeout=120_000)
+        box = page.locator("textarea").first
+        box.wait_for(timeout=120_000)
+        box.fill("The castle was built in 1287 by monks of the Cistercian order.\nIt burned down twice.")
+        page.keyboard.press("Control+Enter")
+        methods = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Methods (two are shown").first
+        methods.get_by_role("button", name="Clear all").click()
+        choose(page, "Methods (two are shown", "Gap-K%")
+        choose(page, "Methods (two are shown", "SURP")
+        page.get_by_role("button", name="Score").click()
+        heatmap = page.locator("#heatmap-gap_k")
+        heatmap.wait_for(timeout=180_000)
+        assert page.locator("#heatmap-surp .mia-tok").count() > 10
+        assert page.get_by_text("the chosen windows", exact=False).count() >= 1
+        heatmap.scroll_into_view_if_needed()
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ARTIFACTS / "explore_gap_k_surp.png"))
+        browser.close()
+    assert (ARTIFACTS / "explore_gap_k_surp.png").stat().st_size > 10_000

@@ -1,13 +1,16 @@
 """The Explore page through AppTest: scores and redraws without the model, methods that need an extra pass
-computed on request (Infilling), GDS once the Benchmark page fitted a classifier."""
+computed on request (Infilling), GDS once the Benchmark page fitted a classifier, methods that need helper texts
+once those are chosen."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 import mia_core.methods.infilling.engine as engine
-from mia_core import METHODS, Score, load_model, score
+import ui.helpers
+from mia_core import METHODS, Score, datasets, load_model, score
 from mia_core.methods.gds.classifier import fit_classifier
 from mia_core.methods.gds.features import GdsSettings, feature_names, features_loop
 from mia_core.methods.gds.split import split_record
@@ -101,3 +104,59 @@ def test_explore_offers_gds_once_benchmark_fitted_one():
     shown = {m.label: float(m.value) for m in at.metric}["GDS (supervised)"]
     assert shown == pytest.approx(expected, abs=1e-3)
     assert any("uses the classifier fitted on the Benchmark page" in c.value for c in at.caption)
+
+
+def naive_recall(model, tokenizer, shots: list[str], text: str) -> float:
+    """ReCaLL from raw logits: mean log p of the text's tokens after the joined shots over their plain mean."""
+    boundary = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    prefix, own = [boundary] + tokenizer("".join(shots))["input_ids"], [boundary] + tokenizer(text)["input_ids"]
+
+    def mean_logprob(ids: list[int], start: int) -> float:  # tokens ids[start:] given everything before them
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].double(), dim=-1)  # (T, vocab)
+        return float(np.mean([logp[t - 1, ids[t]].item() for t in range(start, len(ids))]))
+
+    return mean_logprob(prefix + own, len(prefix) + 1) / mean_logprob(own, 1)
+
+
+def test_explore_offers_helper_methods_once_helper_texts_are_chosen(tiny_app, tiny_model_dir, monkeypatch):
+    """Without helper texts ReCaLL, Con-ReCall and CAMIA are listed as unavailable with what they need; with the
+    built-in demo-wiki set they score, the explored text is left out of the known texts, and the reference
+    population's statistics are computed once."""
+    calls = []
+    original = ui.helpers.reference_stats
+    monkeypatch.setattr(ui.helpers, "reference_stats", lambda *a, **kw: calls.append(1) or original(*a, **kw))
+    sample = datasets.sample_per_class(datasets.load("demo-wiki"), 5)
+    non = sample.loc[sample["label"] == 0, "text"].tolist()
+    at = tiny_app("app_pages/explore.py")
+    helper_labels = [METHODS[m].label for m in ("recall", "con_recall", "camia")]
+    offered = at.multiselect(key="explore_extra").options
+    assert not [o for o in offered if any(o.startswith(label + " (") for label in helper_labels)]
+    waiting = " ".join(c.value for c in at.caption if c.value.startswith("Unavailable until helper texts"))
+    assert "ReCaLL: known non-members (prefix shots)" in waiting and "CAMIA (single-pass): reference population" in waiting
+    at.radio(key="explore_helper_source").set_value("A built-in labelled set").run()
+    at.number_input(key="explore_helper_n").set_value(5).run()
+    lm = load_model(str(tiny_model_dir))
+    for text in ("The cat sat on the mat.", "A second short line, and more."):
+        at.text_area(key="explore_text").input(text).run()
+        at.button[0].click().run()
+        at.multiselect(key="explore_extra").set_value(["camia"]).run()
+        at.button(key="explore_extra_run").click().run()
+        assert not at.exception, at.exception
+        expected = score("camia", lm.token_stats([text])[0], lm=lm, reference=non).value  # all five non-members
+        assert float({m.label: m.value for m in at.metric}["CAMIA (single-pass)"]) == pytest.approx(expected, abs=1e-4)
+    assert len(calls) == 1  # the second text reused the population's statistics
+    at.text_area(key="explore_text").input(non[0]).run()  # a known non-member explored: not its own prefix
+    assert any("left out of them" in c.value for c in at.caption)
+    at.button[0].click().run()
+    at.multiselect(key="explore_extra").set_value(["recall"]).run()
+    at.number_input(key="explore_n_shots").set_value(2).run()
+    at.button(key="explore_extra_run").click().run()
+    assert not at.exception, at.exception
+    shown = next(result[1] for key, result in at.session_state["explore_extra_results"]["results"].items()
+                 if key[0] == "recall")
+    expected = naive_recall(lm.model, lm.tokenizer, non[1:3], non[0])
+    assert shown.value == pytest.approx(expected, rel=1e-5)
+    assert {m.label: m.value for m in at.metric}["ReCaLL"] == f"{shown.value:.4f}"
+    assert any('id="heatmap-recall"' in h.proto.body and "the prefix cost this token likelihood" in h.proto.body
+               for h in at.get("html"))
