@@ -53,8 +53,8 @@ def token_tooltip(stats: TokenStats, i: int, score: float, decode: Callable[[int
 
 def heatmap_html(stats: TokenStats, token_scores: np.ndarray, selected: np.ndarray, *,
                  centre: float | None = None, decode: Callable[[int], str] | None = None,
-                 element_id: str = "mia-heatmap") -> str:
-    """The text as coloured token spans, with a legend; every user string escaped."""
+                 element_id: str = "mia-heatmap", legend: bool = True) -> str:
+    """The text as coloured token spans, with the generic legend unless the caller draws its own; user strings escaped."""
     low, mid, high = colour_scale(np.asarray(token_scores, float), centre=centre)
     parts, cursor = [], 0
     text = stats.text
@@ -75,7 +75,7 @@ def heatmap_html(stats: TokenStats, token_scores: np.ndarray, selected: np.ndarr
     body = "".join(parts)
     return (f'<div id="{element_id}" class="mia-heatmap" style="white-space:pre-wrap;font-family:ui-monospace,monospace;'
             f'line-height:1.7;padding:0.5em;border:1px solid #ddd;border-radius:4px">{body}</div>'
-            + legend_html(low, mid, high))
+            + (legend_html(low, mid, high) if legend else ""))
 
 
 def legend_html(low: float, centre: float, high: float) -> str:

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core.heatmap import HIGH, LOW, MID, colour_scale, heatmap_html, legend_html
+from mia_core.heatmap import HIGH, LOW, MID, colour_scale, heatmap_html
 from mia_core.methods import reading
 
 
@@ -83,12 +83,12 @@ def legend(low: float, centre: float, high: float, view: TokenView) -> str:
 
 
 def token_heatmap(stats, method: str, score: mia_core.Score, decode: Callable[[int], str] | None) -> str:
-    """The core heatmap of the token scores, its legend replaced by one that names this method's meaning."""
+    """The core heatmap of the token scores with a legend that names this method's meaning."""
     centre = mia_core.METHODS[method].centre
     values = np.asarray(score.token_scores, dtype=float)
-    full = heatmap_html(stats, values, score.selected, centre=centre, decode=decode, element_id=f"heatmap-{method}")
-    scale = colour_scale(values, centre=centre)
-    return full.removesuffix(legend_html(*scale)) + legend(*scale, view_of(method))
+    body = heatmap_html(stats, values, score.selected, centre=centre, decode=decode, element_id=f"heatmap-{method}",
+                        legend=False)
+    return body + legend(*colour_scale(values, centre=centre), view_of(method))
 
 
 def draw_score(stats, method: str, score: mia_core.Score, decode) -> None:

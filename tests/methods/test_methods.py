@@ -117,7 +117,8 @@ def test_score_texts_table_equals_per_text_scores(llama_lm, gpt2_lm, tmp_path):
     unsupervised = [m for m in METHODS if "classifier" not in METHODS[m].needs]
     helpers = {"shots_nonmembers": random_texts(3, seed=2), "shots_members": random_texts(3, seed=3),
                "reference": random_texts(8, seed=4)}
-    df = score_texts(llama_lm, TEXTS, unsupervised, k=0.3, ref_model=gpt2_lm, freq=path, a=0.05, **helpers)
+    df = score_texts(llama_lm, TEXTS, unsupervised, k=0.3, ref_model=gpt2_lm, freq=path, a=0.05, n_samples=2,
+                     max_length=64, **helpers)
     assert list(df.columns) == unsupervised and len(df) == len(TEXTS)
     for i, stats in enumerate(llama_lm.token_stats(TEXTS)):
         rel_close(df["recall"][i], score("recall", stats, lm=llama_lm, shots_nonmembers=helpers["shots_nonmembers"]).value)
@@ -157,6 +158,8 @@ def test_every_method_scores_members_higher(name, membership):
         extra["freq"] = build_frequency_table(lm.tokenizer, random_texts(200, seed=5), vocab_size=lm.vocab_width)
     if name == "surp":  # the tiny model is far less certain than a real LM: few tokens fall under 2 nats
         extra["e_max"] = 4.0
+    if name == "samia":  # fewer, shorter samples keep the suite fast; the orientation shows all the same
+        extra.update(n_samples=4, max_length=96)
     needs = METHODS[name].needs
     if "shots_nonmembers" in needs:
         extra["shots_nonmembers"] = membership["helper_nonmembers"][:10]
