@@ -42,7 +42,7 @@ import numpy as np
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
 from ..model.token_stats import TokenStats
-from .registry import Score, register, require_tokens
+from .registry import Score, is_int, register, require_tokens
 
 #: Share of the scored tokens in the far region (the highest log-probs), at least one.
 RATIO_FAR = 0.05
@@ -69,15 +69,10 @@ class PacParams:
         a = self.alpha
         if isinstance(a, bool) or not isinstance(a, (int, float, np.floating, np.integer)) or not 0 < a <= 1:
             raise ValueError(f"alpha must be in (0, 1] (got {a!r})")
-        if not _is_int(self.n_augment) or self.n_augment < 1:
+        if not is_int(self.n_augment) or self.n_augment < 1:
             raise ValueError(f"n_augment must be an integer ≥ 1 (got {self.n_augment!r})")
-        if not _is_int(self.seed) or self.seed < 0:
+        if not is_int(self.seed) or self.seed < 0:
             raise ValueError(f"seed must be an integer ≥ 0 (got {self.seed!r})")
-
-
-def _is_int(value) -> bool:
-    """An integer that is not a bool (True would otherwise count as 1)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def polarized_distance(logprob: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:

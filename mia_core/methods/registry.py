@@ -180,6 +180,11 @@ def require_tokens(stats: TokenStats) -> None:
         raise ValueError(f"no token to score in text {preview!r}: the text is empty (or a single token with bos='none')")
 
 
+def is_int(value) -> bool:
+    """An integer that is not a bool (True would otherwise count as 1): parameter checks share it."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def check_k(k: float) -> None:
     """k is a fraction of the scored tokens."""
     if isinstance(k, bool) or not isinstance(k, (int, float, np.floating, np.integer)) or not 0 < k <= 1:

@@ -48,7 +48,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
 from ..model.token_stats import TokenStats
-from .registry import Score, register
+from .registry import Score, is_int, register
 
 #: Tokens (rows × max_length) per `generate` call; halved on a CUDA out-of-memory error.
 SAMPLE_TOKENS = 1 << 16
@@ -84,7 +84,7 @@ class SamiaParams:
     def __post_init__(self) -> None:
         for name, low in (("n_samples", 1), ("max_length", 2), ("top_k", 0), ("seed", 0)):
             value = getattr(self, name)
-            if not _is_int(value) or value < low:
+            if not is_int(value) or value < low:
                 raise ValueError(f"{name} must be an integer ≥ {low} (got {value!r})")
         if not _is_real(self.prefix_fraction) or not 0 < self.prefix_fraction < 1:
             raise ValueError(f"prefix_fraction must be in (0, 1) (got {self.prefix_fraction!r})")
@@ -97,14 +97,9 @@ class SamiaParams:
                 raise ValueError(f"{name} must be True or False (got {getattr(self, name)!r})")
 
 
-def _is_int(value) -> bool:
-    """An integer that is not a bool (True would otherwise count as 1)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 def _is_real(value) -> bool:
     """A finite number that is not a bool."""
-    return (_is_int(value) or isinstance(value, (float, np.floating))) and math.isfinite(value)
+    return (is_int(value) or isinstance(value, (float, np.floating))) and math.isfinite(value)
 
 
 def split_text(text: str, prefix_fraction: float) -> tuple[str, int, list[str]]:

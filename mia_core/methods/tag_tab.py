@@ -41,7 +41,7 @@ import numpy as np
 from wordfreq import available_languages, word_frequency
 
 from ..model.token_stats import TokenStats
-from .registry import Score, register, require_tokens
+from .registry import Score, is_int, register, require_tokens
 
 #: Removes ASCII punctuation anywhere in a word (the authors' `_normalize_token`).
 _STRIP = str.maketrans("", "", string.punctuation)
@@ -69,7 +69,7 @@ class TagTabParams:
     def __post_init__(self) -> None:
         for name in ("n_keywords", "min_words", "max_words"):
             value = getattr(self, name)
-            if not _is_int(value) or value < 1:
+            if not is_int(value) or value < 1:
                 raise ValueError(f"{name} must be an integer ≥ 1 (got {value!r})")
         if self.max_words < self.min_words:
             raise ValueError(f"max_words must be ≥ min_words (got {self.max_words} < {self.min_words})")
@@ -77,11 +77,6 @@ class TagTabParams:
             raise ValueError(f"first_token_only must be true or false (got {self.first_token_only!r})")
         if self.language not in _languages():
             raise ValueError(f"language must be one of wordfreq's {sorted(_languages())} (got {self.language!r})")
-
-
-def _is_int(value) -> bool:
-    """An integer that is not a bool (True would otherwise count as 1)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 @lru_cache(maxsize=1)

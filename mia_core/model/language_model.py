@@ -65,6 +65,12 @@ class LanguageModel:
         return next(self.model.parameters()).dtype
 
     @property
+    def pad_id(self) -> int:
+        """An id to pad batches with: the tokenizer's pad token if the embedding has it, else 0 (padding is masked)."""
+        pad = self.tokenizer.pad_token_id
+        return pad if pad is not None and pad < self.vocab_width else 0
+
+    @property
     def vocab_width(self) -> int:
         """Width of the logits (may exceed `len(tokenizer)`, e.g. 50304 for Pythia)."""
         return int(self.model.get_output_embeddings().weight.shape[0])
@@ -141,9 +147,7 @@ class LanguageModel:
     def _run(self, segments, batch_tokens, progress) -> list[dict]:
         """Run the segments; on a CUDA out-of-memory error halve the token budget and retry."""
         budget = batch_tokens or self._auto_batch_tokens()
-        # padded positions are masked, so any id the embedding has will do
-        pad_id = self.tokenizer.pad_token_id
-        pad_id = pad_id if pad_id is not None and pad_id < self.vocab_width else 0
+        pad_id = self.pad_id
         while True:
             try:
                 self.last_batch_tokens = budget

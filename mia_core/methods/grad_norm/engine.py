@@ -172,7 +172,7 @@ def input_norms(lm: LanguageModel, plans: Sequence[Plan], *, batch_tokens: int |
     with gradients_on(lm.model):
         for batch in pack_lengths([end - start for _, start, end, _ in pieces], budget):
             seqs = [plans[pieces[j][0]].ids[pieces[j][1]:pieces[j][2]] for j in batch]
-            ids, mask = pad_right(seqs, _pad_id(lm))
+            ids, mask = pad_right(seqs, lm.pad_id)
             ids, mask = ids.to(lm.device), mask.to(lm.device)
             with torch.no_grad():
                 leaf = embed(ids).requires_grad_(True)  # (b, W, d), the graph starts here
@@ -237,7 +237,7 @@ def _vmap_norms(lm: LanguageModel, plans: Sequence[Plan], used: list[bool]) -> l
     model, precision = lm.model, stats_dtype(lm.dtype)
     named = unique_parameters(model)
     values = {name: p.detach() for name, p in named}
-    ids, mask = pad_right([plan.ids for plan in plans], _pad_id(lm))
+    ids, mask = pad_right([plan.ids for plan in plans], lm.pad_id)
     # weights (b, W−1): 1/n on the rows that predict a scored token, 0 on padding
     weights = mask[:, 1:].to(precision) / torch.tensor([plan.n_scored for plan in plans], dtype=precision)[:, None]
     ids, weights = ids.to(lm.device), weights.to(lm.device)
@@ -288,9 +288,3 @@ def vmap_suits(lm: LanguageModel) -> bool:
         return False
     n_params = sum(p.numel() for _, p in unique_parameters(lm.model))
     return n_params <= VMAP_MAX_PARAMS and _max_batch(lm, None) >= 2
-
-
-def _pad_id(lm: LanguageModel) -> int:
-    """Any id the embedding has (padding never reaches a scored token)."""
-    pad = lm.tokenizer.pad_token_id
-    return pad if pad is not None and pad < lm.vocab_width else 0

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...model.language_model import LanguageModel
 from ...model.token_stats import TokenStats
-from ..registry import Score, register, require_tokens
+from ..registry import Score, is_int, register, require_tokens
 from .engine import make_neighbors, proposer_for
 
 AGGREGATES = ("mean", "max")
@@ -42,7 +42,7 @@ class NeighborParams:
 
 def check_params(params: NeighborParams) -> None:
     """Clear errors for parameters out of range (CLI values arrive as int/float/str)."""
-    if not _is_int(params.n_neighbors) or params.n_neighbors < 1:
+    if not is_int(params.n_neighbors) or params.n_neighbors < 1:
         raise ValueError(f"n_neighbors must be an integer ≥ 1 (got {params.n_neighbors!r})")
     if isinstance(params.swap_fraction, bool) or not isinstance(params.swap_fraction, (int, float)) \
             or not 0 < params.swap_fraction <= 1:
@@ -51,13 +51,8 @@ def check_params(params: NeighborParams) -> None:
         raise ValueError(f"aggregate must be one of {AGGREGATES} (got {params.aggregate!r})")
     if not isinstance(params.mask_model, str) or not params.mask_model.strip():
         raise ValueError(f"mask_model must be 'self' or a masked LM's hub id or folder (got {params.mask_model!r})")
-    if not _is_int(params.seed) or params.seed < 0:
+    if not is_int(params.seed) or params.seed < 0:
         raise ValueError(f"seed must be an integer ≥ 0 (got {params.seed!r})")
-
-
-def _is_int(value) -> bool:
-    """An integer that is not a bool (True would otherwise count as 1)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 @register("neighbor", label="Neighbourhood", params=NeighborParams, needs=("stats", "lm"), token_level=False,

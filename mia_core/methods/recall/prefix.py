@@ -102,7 +102,7 @@ def _cached_batch(lm: LanguageModel, split, body, layers, n_prefix: int, batch: 
     """One right-padded batch of sequences against the prefix cache (expanded, never written to)."""
     device, b = lm.device, len(batch)
     cache = DynamicCache(ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in layers])
-    ids, mask = pad_right(batch, _pad_id(lm))
+    ids, mask = pad_right(batch, lm.pad_id)
     full_mask = torch.cat([torch.ones(b, n_prefix, dtype=mask.dtype), mask], dim=1)
     out = body(input_ids=ids.to(device), attention_mask=full_mask.to(device), past_key_values=cache, use_cache=True)
     results = []
@@ -130,10 +130,6 @@ def _target_logprobs(logits: torch.Tensor, seq: list[int]) -> np.ndarray:
     return logp.gather(-1, targets[:, None]).squeeze(-1).cpu().numpy()
 
 
-def _pad_id(lm: LanguageModel) -> int:
-    """A padding id the embedding has (padded positions are masked)."""
-    pad = lm.tokenizer.pad_token_id
-    return pad if pad is not None and pad < lm.vocab_width else 0
 
 
 def condition(lm: LanguageModel, shots: Sequence[str], stats: Sequence, *, reuse_prefix: bool = True) -> list[Conditioning]:
