@@ -18,9 +18,9 @@ from mia_core.inputs.limits import MAX_ZIP_ENTRIES
 from mia_core.inputs.tables import InputError
 from mia_core.limits import MAX_UPLOAD_FILES, MAX_UPLOAD_SET_BYTES, RequestTooLarge, check_upload_set, is_run_id
 from mia_core.methods import stats_only_methods
-from mia_core.runs.store import ResultsStore, default_store_path
 from ui.dataset_inference import dataset_inference_ui
-from ui.jobs import job_state, public_message, session_folder, start_scoring, waiting_message
+from ui.audit_progress import progress_ui, results_store, runs_ui
+from ui.jobs import job_state, public_message, session_folder, start_scoring
 from ui.models import cached_model
 
 #: Book audits score every snippet with one method that needs only the target's statistics.
@@ -28,16 +28,6 @@ AUDIT_METHODS = stats_only_methods()
 BOOK_TYPES = ["txt", "md", "pdf", "epub", "zip", "csv", "jsonl"]
 UPLOAD_HELP = (f"At most {MAX_UPLOAD_FILES} files and {MAX_UPLOAD_SET_BYTES // 1_000_000} MB at once; a zip holds at "
                f"most {MAX_ZIP_ENTRIES:,} entries.")
-
-
-@st.cache_resource(show_spinner=False)
-def store_at(path: str) -> ResultsStore:
-    return ResultsStore(path)
-
-
-def results_store() -> ResultsStore:
-    """The shared results store (`$MIA_LENS_STORE`; the CLI writes to the same file by default)."""
-    return store_at(str(default_store_path()))
 
 
 def run_model(spec: str):
@@ -127,41 +117,6 @@ def start(spec: str, calibration, books, settings: AuditSettings) -> None:
         return
     start_scoring(results_store(), run_id, lm)
     st.session_state["audit_run_id"] = run_id
-
-
-def runs_ui() -> None:
-    """Earlier runs in the shared store (from this dashboard or the CLI); pick one to reattach."""
-    runs = results_store().runs(kind="book-audit")
-    if runs.empty:
-        return
-    with st.expander(f"Runs in the results store ({len(runs)})", expanded="audit_run_id" not in st.session_state):
-        st.dataframe(runs[["run_id", "status", "message", "model", "method", "backend", "n_scored", "n_snippets", "updated_at"]],
-                     hide_index=True, key="audit_runs_table")
-        chosen = st.selectbox("Open run", [""] + runs["run_id"].tolist(), key="audit_open")
-        if chosen and st.button("Open", key="audit_open_button"):
-            st.session_state["audit_run_id"] = chosen
-
-
-@st.fragment(run_every=1.0)
-def progress_ui(run_id: str) -> None:
-    """Live progress read from the store; reruns the page once every snippet is scored."""
-    scored, planned = results_store().progress(run_id)
-    job = job_state(run_id)
-    if job is not None and job.error:
-        st.error(f"The run stopped: {job.error}. Finished scores are kept; start it again to resume.")
-        return
-    waiting = waiting_message(job)
-    if waiting:  # another audit holds the server's scoring slot (MAX_BACKGROUND_JOBS)
-        st.info(f"Run {run_id}: {waiting}; it starts by itself when the running audit ends.")
-        return
-    st.progress(scored / max(planned, 1), text=f"Run {run_id}: {scored:,} of {planned:,} snippets scored")
-    if scored == planned:
-        st.rerun()
-    if (job is None or not job.thread.is_alive()) and results_store().run(run_id)["status"] == "interrupted":
-        st.warning(f"Run {run_id} was interrupted: {public_message(results_store().run(run_id)['message'])}.")
-    elif job is None or not job.thread.is_alive():
-        st.caption("No scoring thread of this dashboard is working on this run (it may run from the CLI). "
-                   "Start it here with the button below to resume.")
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
