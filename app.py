@@ -1,12 +1,18 @@
-"""MIA Lens dashboard: pages declared here, the model picker shared in the sidebar."""
+"""MIA Lens dashboard: pages declared here, the model picker shared in the sidebar, page state kept in the URL.
+
+The page paints before the model loads: the picker only records the choice, the page runs, and the model is
+loaded under the sidebar's status afterwards (a page that needs it sooner loads it through `cached_model`).
+"""
 from __future__ import annotations
 
 import streamlit as st
 
-from ui.models import model_sidebar
+import mia_core
+from ui.jobs import public_message
+from ui.models import finish_loading, model_picker
+from ui.query_state import restore, save
 
 st.set_page_config(page_title="MIA Lens", page_icon=":material/search:", layout="wide")
-model_sidebar()
 navigation = st.navigation([
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("app_pages/explore.py", title="Explore a text", icon=":material/biotech:"),
@@ -16,4 +22,11 @@ navigation = st.navigation([
     st.Page("app_pages/online.py", title="Long text, window by window", icon=":material/timeline:"),
     st.Page("app_pages/learn.py", title="Learn", icon=":material/school:"),
 ])
-navigation.run()
+restore()
+spec, status = model_picker()
+try:
+    navigation.run()
+except mia_core.ModelLoadError as err:  # a page asked for the chosen model before the sidebar loaded it
+    st.error(f"The model could not be loaded: {public_message(str(err))}")
+finish_loading(spec, status)
+save(navigation.url_path)

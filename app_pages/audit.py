@@ -1,25 +1,19 @@
 """Book audit: per-book contamination against calibration books, as a background job that survives reruns."""
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 import streamlit as st
 
 import mia_core
-from mia_core.audit.books import verdict_key
-from mia_core.audit.figures import books_figure, calibration_figure, snippet_scores_figure
-from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit
-from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, snippet_heatmap
+from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import Source, read_audit_inputs, write_uploads
-from mia_core.csv_safe import to_csv_safe
 from mia_core.inputs.limits import MAX_ZIP_ENTRIES
 from mia_core.inputs.tables import InputError
 from mia_core.limits import MAX_UPLOAD_FILES, MAX_UPLOAD_SET_BYTES, RequestTooLarge, check_upload_set, is_run_id
 from mia_core.methods import stats_only_methods
-from ui.dataset_inference import dataset_inference_ui
-from ui.audit_progress import progress_ui, results_store, runs_ui
+from ui.audit_progress import cost_estimate_ui, progress_ui, results_store, runs_ui
+from ui.audit_results import results_ui
 from ui.jobs import job_state, public_message, session_folder, start_scoring
 from ui.models import cached_model
 
@@ -28,15 +22,6 @@ AUDIT_METHODS = stats_only_methods()
 BOOK_TYPES = ["txt", "md", "pdf", "epub", "zip", "csv", "jsonl"]
 UPLOAD_HELP = (f"At most {MAX_UPLOAD_FILES} files and {MAX_UPLOAD_SET_BYTES // 1_000_000} MB at once; a zip holds at "
                f"most {MAX_ZIP_ENTRIES:,} entries.")
-
-
-def run_model(spec: str):
-    """The model a run was scored with, or None if it cannot be loaded here (then no heatmaps)."""
-    try:
-        return cached_model(spec)
-    except mia_core.ModelLoadError as err:
-        st.info(f"Model {spec} of this run cannot be loaded here ({err}); snippets are shown without heatmaps.")
-        return None
 
 
 def save_uploads(files, folder: Path) -> Source | None:
@@ -119,87 +104,6 @@ def start(spec: str, calibration, books, settings: AuditSettings) -> None:
     st.session_state["audit_run_id"] = run_id
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def cached_result(run_id: str, settings: dict, n_scored: int):
-    """The analysis of a finished run (recomputed only when its settings or scores change)."""
-    return audit_result(results_store(), run_id, AuditSettings(**settings))
-
-
-def results_ui(run_id: str, analysis: AuditSettings) -> None:
-    """Calibration, per-book chart and table, drill-down with heatmaps, downloads."""
-    run = results_store().run(run_id)
-    stored = AuditSettings(**run["config"])
-    settings = AuditSettings(**{**asdict(stored), "rule": analysis.rule, "target_fpr": analysis.target_fpr,
-                                "seed": analysis.seed})
-    result = cached_result(run_id, asdict(settings), results_store().progress(run_id)[0])
-    cal = result.calibration
-    st.subheader(f"Run {run_id}: {mia_core.METHODS[run['method']].label} on {run['model']} ({run['backend']} backend)")
-    st.caption(f"{stored.snippet_words}-word snippets · parameters {run['params']} · code {run['code_version']} · "
-               "change the threshold rule above to re-analyse without re-scoring")
-    c = st.columns(4)
-    c[0].metric("Calibration AUROC", f"{cal.auroc:.3f}", help=f"{cal.ci:.0%} interval {cal.auroc_ci[0]:.3f}–{cal.auroc_ci[1]:.3f}, "
-                "whole books resampled")
-    c[1].metric("TPR at threshold", f"{cal.tpr:.1%}", help=f"{cal.ci:.0%} Clopper–Pearson (exact) interval "
-                f"{cal.tpr_ci[0]:.1%}–{cal.tpr_ci[1]:.1%} on {cal.n_member_snippets / cal.tpr_deff:.0f} effective snippets "
-                "(snippets ÷ design effect of hits within a book)")
-    c[2].metric("FPR at threshold", f"{cal.fpr:.1%}", help=f"{cal.ci:.0%} Clopper–Pearson (exact) interval "
-                f"{cal.fpr_ci[0]:.1%}–{cal.fpr_ci[1]:.1%} on {cal.n_nonmember_snippets / cal.fpr_deff:.0f} effective "
-                "snippets (snippets ÷ design effect of hits within a book)")
-    c[3].metric("Threshold", f"{cal.threshold:.4g}" if np.isfinite(cal.threshold) else "∞ (flags nothing)",
-                help="A snippet is flagged when its score is at or above the threshold.")
-    for warning in cal.warnings:
-        st.warning(warning)
-    st.plotly_chart(calibration_figure(cal), key="audit_roc")
-    st.markdown("**Books, highest estimated prevalence first** — a clean book shows about the calibration FPR; "
-                "verdicts say *consistent with* training, never more.")
-    st.caption("Rate: Clopper–Pearson interval on the book's effective snippets (`n_effective`, correlation along the "
-               "book removed). Prevalence: the values an exact binomial test of the book's hits does not reject, over "
-               "draws of a new book's TPR/FPR (calibration books resampled, one book offset shared by both).")
-    st.plotly_chart(books_figure(result.books, cal), key="audit_books_chart")
-    st.dataframe(result.books, hide_index=True, key="audit_books_table",
-                 column_config={c: st.column_config.NumberColumn(format="percent") for c in
-                                ("rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo", "prevalence_hi", "verdict_fpr")})
-    if not result.problems.empty:
-        st.markdown("**Books not audited**")
-        st.dataframe(result.problems.map(lambda v: public_message(v) if isinstance(v, str) else v), hide_index=True,
-                     key="audit_problems")
-    lm = run_model(run["model"])
-    drill_down(result, run, lm)
-    dataset_inference_ui(results_store(), run_id, run, lm)
-    d1, d2, d3 = st.columns(3)
-    d1.download_button("Report (HTML)", lambda: report_html(result, lm), f"audit-{run_id}.html", "text/html",
-                       key="audit_dl_html")  # built on click, not on every rerun
-    d2.download_button("Books (CSV)", to_csv_safe(result.books[BOOK_CSV_COLUMNS]), "books.csv", "text/csv",
-                       key="audit_dl_books")
-    d3.download_button("Snippets (CSV)", lambda: "".join(to_csv_safe(c[SNIPPET_CSV_COLUMNS], header=i == 0)
-                                                         for i, c in enumerate(result.snippet_chunks())),
-                       "snippets.csv", "text/csv", key="audit_dl_snippets")  # texts read on click only
-
-
-def drill_down(result, run: dict, lm) -> None:
-    """One book's snippet scores along the book, and its top snippets as token heatmaps."""
-    books = result.books["book"].tolist()
-    book = st.selectbox("Look inside a book", books, key="audit_book")
-    row = result.books.set_index("book").loc[book]
-    st.caption(f"{row['verdict']} · {verdict_key(row['p_adj'], row['prevalence_lo'], result.calibration)}")
-    st.plotly_chart(snippet_scores_figure(result.snippets[result.snippets["role"] == "audit"], book, result.calibration),
-                    key="audit_book_scores")
-    n_top = st.slider("Top snippets shown", 1, 10, 2, key="audit_top")
-    rows = result.snippets[(result.snippets["role"] == "audit") & (result.snippets["book"] == book)].nlargest(n_top, "score")
-    texts = result.texts(rows["snippet_id"])  # only the snippets shown are read with their texts
-    for snippet in rows.itertuples():
-        st.markdown(f"Snippet {snippet.position} — score {snippet.score:.4g}" + (" (flagged)" if snippet.flagged else ""))
-        heatmap = None if lm is None else snippet_heatmap(lm, texts[snippet.snippet_id], result.settings,
-                                                          f"audit-heatmap-{snippet.position}")
-        if heatmap is not None:
-            st.html(heatmap)
-            continue
-        if lm is not None:
-            st.caption(f"{mia_core.METHODS[run['method']].label} has no per-token view from the model's statistics "
-                       "alone; the snippet is shown as text.")
-        st.text(texts[snippet.snippet_id])
-
-
 st.title("Book audit")
 st.caption("Was this book in the model's training data? Each book is cut into snippets; a threshold is calibrated on "
            "books of known membership; each book gets a contamination rate, a prevalence estimate with an interval and "
@@ -214,6 +118,7 @@ except ValueError:  # a damaged or foreign $MIA_LENS_STORE: say so instead of a 
     st.error("The results store cannot be read: it is not a DuckDB file of MIA Lens runs, or it is damaged. "
              "Point $MIA_LENS_STORE at another file (or move this one away) and restart the dashboard.")
     st.stop()
+cost_estimate_ui(spec, calibration, books, settings)  # one line: snippets × tokens × this model's seconds per token
 if spec is None:
     st.warning("Load a model in the sidebar first.")
 elif st.button("Run audit", type="primary", disabled=calibration is None or books is None, key="audit_run"):

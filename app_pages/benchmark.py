@@ -1,4 +1,5 @@
-"""Benchmark methods on labelled texts: ROC curves, metrics with intervals, the blind baseline.
+"""Benchmark methods on labelled texts: ROC curves, metrics with intervals, the blind baseline; every run is kept in
+the session, so runs (e.g. `demo` and then `demo-known` on the same texts) can be overlaid and compared.
 
 GDS is offered apart from the other methods: it is supervised, so it is fitted on a seeded stratified
 split and every method is then evaluated on the same held-out texts. Methods that need helper texts
@@ -8,7 +9,6 @@ texts are scored by no method.
 from __future__ import annotations
 
 import dataclasses
-import json
 import warnings
 
 import numpy as np
@@ -16,15 +16,16 @@ import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core import datasets
-from mia_core.csv_safe import to_csv_safe
 from mia_core.evaluation import GdsFit, evaluate_methods, reproduce_command
-from mia_core.inputs.benchmarks import BENCHMARKS, load_benchmark
-from mia_core.inputs.tables import InputError, read_labelled
+from mia_core.inputs.benchmarks import BENCHMARKS
 from mia_core.methods import NEEDS, methods_for
 from mia_core.methods.registry import HELPER_NEEDS
-from ui.charts import bucket_table, distribution_figure, roc_figure
-from ui.helpers import BenchmarkHelpers, benchmark_helpers_ui, helpers_note, read_upload
+from ui.bench_data import data_ui
+from ui.bench_runs import compare_ui, keep_run, metrics_json, scores_csv, short_model
+from ui.bench_tables import blind_note, blind_table, column_config, metrics_table, unresolved_note
+from ui.charts import bucket_table, distribution_figure, method_label, roc_figure
+from ui.helpers import BenchmarkHelpers, benchmark_helpers_ui, helpers_note
+from ui.jobs import public_message
 from ui.models import cached_model
 
 #: What the page can supply: the model's own passes and helper texts (GDS has its own fit option below).
@@ -32,47 +33,6 @@ SUPPLIED = ("stats", "lowercase_stats", "lm", *HELPER_NEEDS)
 METHODS = methods_for(SUPPLIED)
 #: Registered methods needing an input the page does not take (a reference model, a frequency table).
 ELSEWHERE = [m for m in mia_core.METHODS if m not in METHODS and m != "gds"]
-
-
-def data_ui() -> tuple[str, pd.DataFrame | None, int | None]:
-    """The labelled data (name, table, texts per class when a built-in set is sampled): a demo set, a file, or a hub set."""
-    source = st.radio("Data", ["Built-in demo set", "Upload CSV/JSONL", "Hub benchmark (online)"], horizontal=True,
-                      key="bench_source")
-    st.session_state["bench_columns"] = {}  # the upload's column names, when a file is the source
-    if source == "Built-in demo set":
-        name = st.selectbox("Set", [d["name"] for d in datasets.list_datasets()], key="bench_set")
-        per_class = st.number_input("Texts per class (a seeded sample; fewer = faster)", 5, 240, 60, 5, key="bench_n")
-        st.caption(f"{datasets.DESCRIPTIONS[name]}. A random split: the blind baseline should sit near 0.5.")
-        df = datasets.load(name)
-        return name, datasets.sample_per_class(df, int(per_class)), int(per_class)
-    if source == "Upload CSV/JSONL":
-        upload = st.file_uploader("Labelled file (1 = member, 0 = non-member)", type=["csv", "tsv", "jsonl", "json"],
-                                  key="bench_upload")
-        text_col = st.text_input("Text column", "text", key="bench_text_col")
-        label_col = st.text_input("Label column", "label", key="bench_label_col")
-        st.session_state["bench_columns"] = {"text_column": text_col, "label_column": label_col}
-        if upload is None:
-            return "", None, None
-        try:
-            return upload.name, read_upload(upload, lambda path: read_labelled(path, text_column=text_col,
-                                                                               label_column=label_col)), None
-        except InputError as err:
-            st.error(str(err))
-            return "", None, None
-    name = st.selectbox("Benchmark", list(BENCHMARKS), key="bench_hub")
-    spec = BENCHMARKS[name]
-    st.caption(f"{spec.description}. **Caution:** {spec.caution}. Licence: {spec.licence}. "
-               f"Source: {spec.repo or 'not on the hub, local files only: ' + spec.home}. {spec.citation}.")
-    if not st.button("Load from the hub", key="bench_hub_load"):
-        return st.session_state.get("bench_hub_data", ("", None, None))
-    try:
-        with st.spinner(f"Downloading {name} …"):
-            data = (name, load_benchmark(name), None)
-    except Exception as err:  # offline, gated, renamed: say so, keep the page alive
-        st.error(f"Could not load {name} from the hub: {str(err).splitlines()[0]}")
-        return "", None, None
-    st.session_state["bench_hub_data"] = data
-    return data
 
 
 def gds_ui() -> dict | None:
@@ -143,7 +103,8 @@ def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float |
                                                                                 text="Scoring …"))
     except ValueError as err:  # e.g. too few labelled texts for the GDS or the helper split, a helper text scored
         bar.empty()
-        st.error(f"GDS: {err}" if fit is not None and not helpers.roles else str(err))
+        message = public_message(str(err))
+        st.error(f"GDS: {message}" if fit is not None and not helpers.roles else message)
         return
     bar.empty()
     if result.classifier is not None:
@@ -151,13 +112,14 @@ def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float |
     keep = result.held_out
     data = helpers.scored(data)  # the helper texts split off were scored by no method
     evaluated = result.report["run"]["methods"]
-    st.session_state["bench_result"] = {
+    columns = st.session_state.get("bench_columns", {})
+    st.session_state["bench_result"] = keep_run({
         "name": name, "model": spec, "data": data[keep].reset_index(drop=True),
         "scores": result.scores.loc[keep, evaluated].reset_index(drop=True),
-        "all_scores": pd.concat([data.drop(columns=["text"]), result.scores.drop(columns=["id", "label"])], axis=1),
-        "report": result.report, "k": k, "gds_split": result.report.get("split"),
-        "command": reproduce_command(result.report["run"], input_name=name, per_class=per_class,
-                                     **st.session_state.get("bench_columns", {}))}
+        "all_scores": pd.concat([data, result.scores.drop(columns=["id", "label"])], axis=1),
+        "report": result.report, "k": k, "gds_split": result.report.get("split"), "per_class": per_class,
+        "columns": columns,
+        "command": reproduce_command(result.report["run"], input_name=name, per_class=per_class, **columns)})
 
 
 def gds_note(split: dict) -> str:
@@ -168,31 +130,15 @@ def gds_note(split: dict) -> str:
             f"({split['test_members']} members, {split['test_nonmembers']} non-members), for every method.")
 
 
-def metrics_table(report: dict, methods: list[str]) -> pd.DataFrame:
-    rows = []
-    for m in methods:
-        r = report[m]
-        rows.append({"method": m, "AUROC": r["auroc"], "95% CI": f"[{r['auroc_ci'][0]:.3f}, {r['auroc_ci'][1]:.3f}]",
-                     "TPR@5%FPR": r["tpr@5%fpr"], "TPR@1%FPR": r["tpr@1%fpr"], "TPR@0.1%FPR": r["tpr@0.1%fpr"],
-                     "FPR@95%TPR": r["fpr@95%tpr"], "AUROC above blind": r.get("auroc_above_blind")})
-    return pd.DataFrame(rows)
-
-
-def blind_table(report: dict) -> pd.DataFrame:
-    """Every blind attack (no model) with its AUROC; the best one is "the blind baseline"."""
-    blind = report["blind_baseline"]
-    return pd.DataFrame([{"blind attack (no model)": attack, "AUROC": a["auroc"], "uses": a["method"],
-                          "": "the blind baseline (best)" if attack == blind.get("best") else ""}
-                         for attack, a in blind.get("attacks", {}).items()])
-
-
 def draw(result: dict) -> None:
-    """ROC, metrics, blind-baseline warning, distributions, length buckets, downloads."""
+    """ROC, metrics read column by column, the blind baseline and its uncertainty, distributions, length buckets,
+    the comparison of kept runs, downloads."""
     data, scores, report = result["data"], result["scores"], result["report"]
     labels = data["label"].to_numpy()
     methods = list(scores.columns)
-    st.subheader(f"{result['name']} — {report['n_members']} members, {report['n_nonmembers']} non-members, "
-                 f"model {result['model']}")
+    st.subheader(f"{result['name']}: {report['n_members']} members, {report['n_nonmembers']} non-members, scored by "
+                 f"{short_model(result['model'])}")
+    st.caption(f"Run {result['label']}; every number below belongs to it. Earlier runs stay below, to compare.")
     if result.get("gds_split"):
         st.info(gds_note(result["gds_split"]))
     if report.get("helpers"):
@@ -201,24 +147,27 @@ def draw(result: dict) -> None:
         st.warning(f"⚠ {warning}")
     log_scale = st.toggle("log-log axes (low false-positive regime)", key="bench_log")
     st.plotly_chart(roc_figure(labels, scores, log_scale=log_scale), key="bench_roc")
-    st.dataframe(metrics_table(report, methods), hide_index=True, key="bench_metrics")
-    st.caption("AUROC above blind: the method's AUROC minus the best model-free attack's on the same texts; near 0 "
-               "or below, the labels are explained by the texts alone (topic, date, style), not by the model.")
-    st.dataframe(blind_table(report), hide_index=True, key="bench_blind")
-    notes = sorted({w for m in methods for w in report[m]["warnings"]})
-    for note in notes:
+    st.dataframe(metrics_table(report, methods), hide_index=True, key="bench_metrics", column_config=column_config())
+    st.caption("Hover a column header for how to read it. AUROC above blind: the method's AUROC minus the best "
+               "model-free attack's on the same texts; near 0 or below, the texts alone explain the labels.")
+    if note := unresolved_note(report):
         st.caption(note)
-    method = st.selectbox("Score distribution of", methods, key="bench_dist")
+    level, line = blind_note(report)
+    {"warning": st.warning, "info": st.info, "caption": st.caption}[level](line)
+    st.dataframe(blind_table(report), hide_index=True, key="bench_blind")
+    for note in sorted({w for m in methods for w in report[m]["warnings"] if "not resolvable" not in w}):
+        st.caption(note)
+    method = st.selectbox("Score distribution of", methods, key="bench_dist", format_func=method_label)
     st.plotly_chart(distribution_figure(labels, scores[method].to_numpy(), method), key="bench_hist")
     st.markdown("**AUROC by text length (words)**")
     st.dataframe(bucket_table(labels, scores, data["text"].tolist()), hide_index=True, key="bench_buckets")
-    st.markdown("**Download the run** — the scores of every text and the metrics with the run block (model "
-                "fingerprint, settings, seeds, code version), and the command that repeats it:")
+    compare_ui(log_scale)
+    st.markdown("**Download** — every text with its scores, and the metrics with the model, its fingerprint, the "
+                "data, k, seeds and methods, and the command that repeats them:")
     c1, c2 = st.columns(2)
-    c1.download_button("Per-sample scores (CSV)", to_csv_safe(result["all_scores"]), "scores.csv", "text/csv",
-                       key="bench_dl_scores")
-    c2.download_button("Metrics + run block (JSON)", json.dumps({**report, "run": {**report["run"],
-                       "command": result["command"]}}, indent=2), "metrics.json", "application/json", key="bench_dl_metrics")
+    c1.download_button("Per-sample scores (CSV)", scores_csv(result), "scores.csv", "text/csv", key="bench_dl_scores")
+    c2.download_button("Metrics and settings (JSON)", metrics_json(result), "metrics.json", "application/json",
+                       key="bench_dl_metrics")
     st.code(result["command"], language="bash", wrap_lines=True)
     if result["name"] in BENCHMARKS:
         st.caption(f"{result['name']} came from the hub: save its rows as a CSV (text, label) and pass that file "

@@ -3,21 +3,27 @@
 Methods that need nothing but the statistics redraw instantly; methods that run the target model
 again (more passes) are computed only when asked, and their results are kept for the session.
 Methods that compare the text with known texts (helper texts: ReCaLL, Con-ReCall, CAMIA) are offered
-once such texts are chosen, and never with the explored text among them.
+once such texts are chosen, and never with the explored text among them. Results are stamped with the model,
+text and settings they were computed for, and greyed under a "computed for …" line once the sidebar model, the
+text or the BOS policy changes (`ui.stale`); colours are on a fixed scale per method by default (`ui.token_scale`);
+the per-token CSV and a standalone heatmap HTML download under the results (`mia_core.token_export`).
 """
 from __future__ import annotations
 
 import streamlit as st
 
 import mia_core
-from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
-from mia_core.limits import MAX_REQUEST_CHARS, RequestTooLarge, check_request_chars
+from mia_core.limits import RequestTooLarge, check_request_chars
 from mia_core.methods import methods_for, stats_only_methods
 from mia_core.methods.registry import HELPER_NEEDS
+from mia_core.stamp import ResultStamp, stamp_for
+from ui.explore_text import text_input_ui
 from ui.helpers import explore_helpers_ui, helper_inputs, missing_roles, needs_line, takes_shots
 from ui.models import cached_model, cached_stats
-from ui.reference_view import reference_section, reference_source_ui, resolve_reference
-from ui.token_views import draw_score
+from ui.reference_view import plain, reference_section, reference_source_ui, resolve_reference
+from ui.stale import results_container
+from ui.token_scale import reference_texts, scale_ui
+from ui.token_views import draw_panels, export_buttons, heatmap_page, make_panel
 
 #: Methods that need nothing but the target's statistics: switching between them is free.
 STATS_ONLY = stats_only_methods()
@@ -26,24 +32,6 @@ EXTRA_PASSES = [name for name in methods_for(("stats", "lm", "lowercase_stats"))
 #: Methods that also need helper texts (known members or non-members): offered once those are chosen.
 HELPER_METHODS = [name for name in methods_for(("stats", "lm", "lowercase_stats", *HELPER_NEEDS))
                   if name not in STATS_ONLY + EXTRA_PASSES]
-SAMPLE = ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
-          "foolishness, it was the epoch of belief, it was the epoch of incredulity.")
-
-
-def text_input_ui() -> str:
-    """The text to explore: pasted, or read from an uploaded .txt/.md/.pdf/.epub."""
-    upload = st.file_uploader("Upload a document", type=["txt", "md", "pdf", "epub"],
-                              help=f"Up to {MAX_UPLOAD_BYTES // 1_000_000} MB; {MAX_REQUEST_CHARS:,} characters "
-                              "of text are scored at once.")
-    if upload is not None:
-        try:
-            text = document_text(upload.name, upload.getvalue())
-            st.caption(f"{upload.name}: {len(text.split()):,} words")
-            return text
-        except DocumentError as err:
-            st.error(str(err))
-            return ""
-    return st.text_area("Text", value=SAMPLE, height=150, key="explore_text", max_chars=MAX_REQUEST_CHARS)
 
 
 def label_and_cost(method: str) -> str:
@@ -105,8 +93,10 @@ def result_key(method: str, helpers: dict, n_shots: int) -> tuple:
     return method, tuple((role, helpers[role]) for role in missing_roles(method, ())), shots
 
 
-def extra_pass_section(stats, request: tuple, extra: list[str], k: float, decode, helpers: dict, n_shots: int) -> None:
-    """Compute the chosen methods that run the model again on a button press, then draw them."""
+def extra_pass_results(stats, request: tuple, extra: list[str], k: float, helpers: dict,
+                       n_shots: int) -> tuple[dict[str, mia_core.Score], dict[str, str]]:
+    """The chosen methods that run the model again, computed on a button press and kept: (scores, errors) of those
+    ready."""
     store = st.session_state.get("explore_extra_results")
     if store is None or store["request"] != request:  # a new text, model or BOS policy: start afresh
         store = st.session_state["explore_extra_results"] = {"request": request, "results": {}}
@@ -131,21 +121,55 @@ def extra_pass_section(stats, request: tuple, extra: list[str], k: float, decode
                     results[keys[method]] = (k, str(err))
     elif todo:
         st.caption("Not computed yet: " + "; ".join(label_and_cost(m) for m in todo) + ".")
-    ready = [m for m in extra if stored(m) is not None]
-    for column, method in zip(st.columns(len(ready)) if ready else [], ready):
-        with column:
-            if isinstance(stored(method), str):
-                st.error(f"{mia_core.METHODS[method].label}: {stored(method)}")
-            else:
-                draw_score(stats, method, stored(method), decode)
+    ready = {m: stored(m) for m in extra if stored(m) is not None}
+    return ({m: v for m, v in ready.items() if not isinstance(v, str)},
+            {m: v for m, v in ready.items() if isinstance(v, str)})
 
 
-def whose(stats, spec: str, bos: str) -> str:
-    """Which text and model the numbers below belong to."""
-    words = stats.text.split()
-    preview = " ".join(words[:8]) + (" …" if len(words) > 8 else "")
-    return (f"Scores of “{preview}” ({stats.n_scored} tokens) under model **{spec}**, BOS policy {bos}; "
-            "higher = more member-like.")
+def whose(stats, stamp: ResultStamp) -> str:
+    """Which text, model and settings the numbers below belong to."""
+    return (f"Scores of “{plain(stamp.text_preview)}” ({stats.n_scored} tokens, sha256 `{stamp.short_hash}`) under "
+            f"model **{plain(stamp.model)}** (fingerprint `{stamp.fingerprint[:12]}`), BOS policy {stamp.bos}, "
+            + ", ".join(f"{name} {value}" for name, value in stamp.settings) + "; higher = more member-like.")
+
+
+def draw_results(stats, stamp: ResultStamp, request: tuple, methods: list[str], extra: list[str], k: float,
+                 helpers: dict, n_shots: int, scale_how: str, reference_choice) -> None:
+    """The methods' values and heatmaps side by side (one shared page of tokens), the p-values, the methods that run
+    the model again, and the downloads of all that is shown."""
+    req_spec, _, req_bos = request
+    if stats.long_text != "none":
+        what = "scored in sliding windows with at least half a context of left context" \
+            if stats.long_text == "sliding" else "truncated to the context"
+        st.info(f"The text has {stats.n_text_tokens:,} tokens, more than the model's context: it was {what}.")
+    decode = cached_model(req_spec).tokenizer.decode
+    st.markdown(whose(stats, stamp))
+    page = heatmap_page(stats.n_scored, "explore_heatmap_page")
+    reference_tokens = reference_texts(reference_choice)
+    panels, errors = [], {}
+    for method in methods:
+        try:
+            params = method_params(method, k)
+            panels.append(make_panel(method, mia_core.score(method, stats, **params), scale_how, reference_tokens,
+                                     req_spec, req_bos, params))
+        except ValueError as err:  # e.g. Tag&Tab on a text without a word to tag
+            errors[method] = str(err)
+    draw_panels(stats, panels, decode, page, errors)
+    values = {p.method: p.score.value for p in panels}
+    reference = resolve_reference(reference_choice, req_spec, methods, k, req_bos) if values else None
+    if reference is not None:
+        reference_section(reference, stats, values)
+    extra_panels = []
+    if extra:
+        st.subheader("Methods that run the model again")
+        scores, extra_errors = extra_pass_results(stats, request, extra, k, helpers, n_shots)
+        extra_panels = [make_panel(m, s, scale_how, None, req_spec, req_bos, {}) for m, s in scores.items()]
+        draw_panels(stats, extra_panels, decode, page, extra_errors)
+    export_buttons(stats, panels + extra_panels, stamp, decode)
+    st.caption(f"{stats.n_scored} tokens scored"
+               + (f"; boundary token {stats.boundary_token!r} prepended" if stats.boundary_token else "")
+               + ". Hover a token for log p, μ, σ, its rank and the model's top-1 alternative; click it to keep them "
+                 "open and copy them.")
 
 
 st.title("Explore a text")
@@ -155,45 +179,26 @@ request = st.session_state.get("explore_request")
 methods, extra, k, helpers, n_shots = method_ui({text} | ({request[1]} if request else set()))
 bos = st.radio("BOS policy", ["auto", "none"], horizontal=True, key="explore_bos",
                help="auto: prepend the document-boundary token so every token is scored; none: as the reference code.")
+scale_how = scale_ui()
 reference_choice = reference_source_ui(spec)
 if st.button("Score", type="primary", disabled=spec is None or not text.strip()):
     try:
         check_request_chars([text], "The text")  # max_chars binds the browser only; an upload is checked here
         st.session_state["explore_request"] = (spec, text, bos)
+        st.session_state["explore_fingerprint"] = cached_model(spec).fingerprint
     except RequestTooLarge as err:
         st.error(str(err))
 request = st.session_state.get("explore_request")
 if spec is None:
     st.warning("Load a model in the sidebar first.")
-elif request is not None and (methods or extra):
-    req_spec, req_text, req_bos = request
-    with st.spinner("Running the model …"):
-        stats = cached_stats(req_spec, (req_text,), req_bos)[0]
-    if stats.n_scored == 0:
-        st.error("Nothing to score: the text is empty.")
-    else:
-        if stats.long_text != "none":
-            what = "scored in sliding windows with at least half a context of left context" \
-                if stats.long_text == "sliding" else "truncated to the context"
-            st.info(f"The text has {stats.n_text_tokens:,} tokens, more than the model's context: it was {what}.")
-        tokenizer = cached_model(req_spec).tokenizer
-        st.markdown(whose(stats, req_spec, req_bos))
-        values = {}
-        if methods:
-            for column, method in zip(st.columns(len(methods)), methods):
-                with column:
-                    try:
-                        result = mia_core.score(method, stats, **method_params(method, k))
-                        values[method] = result.value
-                        draw_score(stats, method, result, tokenizer.decode)
-                    except ValueError as err:  # e.g. Tag&Tab on a text without a word to tag
-                        st.error(f"{mia_core.METHODS[method].label}: {err}")
-            reference = resolve_reference(reference_choice, req_spec, methods, k, req_bos) if values else None
-            if reference is not None:
-                reference_section(reference, stats, values)
-        if extra:
-            st.subheader("Methods that run the model again")
-            extra_pass_section(stats, request, extra, k, tokenizer.decode, helpers, n_shots)
-        st.caption(f"{stats.n_scored} tokens scored"
-                   + (f"; boundary token {stats.boundary_token!r} prepended" if stats.boundary_token else "")
-                   + ". Hover a token for log p, μ, σ, its rank and the model's top-1 alternative.")
+if request is not None and (methods or extra):
+    shots = {"n_shots": n_shots} if takes_shots(extra) else {}
+    stamp = stamp_for(request[0], st.session_state.get("explore_fingerprint", "unknown"), request[1], request[2], k=k,
+                      **shots)
+    with results_container(stamp, spec, text, bos):
+        with st.spinner("Running the model …"):
+            stats = cached_stats(request[0], (request[1],), request[2])[0]
+        if stats.n_scored == 0:
+            st.error("Nothing to score: the text is empty.")
+        else:
+            draw_results(stats, stamp, request, methods, extra, k, helpers, n_shots, scale_how, reference_choice)

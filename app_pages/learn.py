@@ -10,6 +10,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from mia_core import METHODS, TokenStats, score
+from mia_core.methods import NEEDS
+from mia_core.palette import MEMBER, NEUTRAL
 
 #: Made-up statistics of eight tokens: a rare year the model was sure about, rare words it was unsure about.
 TOY = pd.DataFrame({"token": ["The", " castle", " was", " built", " in", " 1287", " by", " monks"],
@@ -39,7 +41,8 @@ for spec in METHODS.values():
     with st.expander(f"{spec.label}  ·  `{spec.name}`", expanded=spec.name == "min_k_pp"):
         st.latex(spec.formula)
         st.write(spec.idea)
-        st.caption(f"Needs: {', '.join(spec.access)} · cost: {spec.cost}")
+        st.markdown("**Needs:** " + "; ".join(NEEDS[need].split(" (`")[0] for need in spec.needs) + ".")
+        st.caption(f"Access to the model: {', '.join(spec.access)} · cost: {spec.cost}")
 
 st.subheader("Try it: is the true token a mode?")
 st.write("Edit the model's next-token probabilities (they are renormalised) and pick the true token. "
@@ -57,7 +60,7 @@ sigma = float(np.sqrt(np.sum(probs * (logp - mu) ** 2)))
 z = (logp[i] - mu) / max(sigma, 1e-12)
 fig = go.Figure(go.Bar(x=[html.escape(str(t)) for t in table["token"]], y=probs,  # plotly labels are HTML
                        marker_pattern_shape=["/" if j == i else "" for j in range(len(probs))],
-                       marker_color=["#b2182b" if j == i else "#9ecae1" for j in range(len(probs))]))
+                       marker_color=[MEMBER if j == i else NEUTRAL for j in range(len(probs))]))
 fig.update_layout(yaxis_title="p(v | prefix)", height=300, margin={"t": 20})
 st.plotly_chart(fig, key="learn_bar")
 c1, c2, c3 = st.columns(3)

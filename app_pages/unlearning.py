@@ -1,6 +1,8 @@
 """Unlearning audit (Min-K% paper §7): chunks the unlearned model still scores like the original did."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 import mia_core
@@ -10,6 +12,7 @@ from mia_core.csv_safe import to_csv_safe
 from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.limits import MAX_REQUEST_CHARS, MAX_UPLOAD_FILES, RequestTooLarge, check_request_chars, check_upload_set
 from mia_core.methods import stats_only_methods
+from ui.jobs import public_message
 from ui.models import BUILT_IN, cached_model
 from ui.windows import ratio_figure
 
@@ -17,15 +20,28 @@ STATS_ONLY = stats_only_methods()
 SHOWN = ["rank", "chunk_id", "ratio", "score_original", "score_unlearned", "n_words", "text"]
 
 
+def unlearned_default(original: str | None) -> str:
+    """The unlearned model offered first: the other built-in for a built-in original, else a name to enter."""
+    return {"demo-known": "demo", "demo": "demo-known", None: "demo-known"}.get(original, "other")
+
+
 def unlearned_ui(original: str | None) -> str | None:
-    """The unlearned model's spec: a built-in (the one the sidebar did not pick, by default) or a name."""
+    """The unlearned model's spec: a built-in or a name; re-defaulted whenever the sidebar's model changes."""
+    if st.session_state.get("unlearn_for") != original or "unlearn_spec" not in st.session_state:  # its own pair
+        st.session_state["unlearn_for"] = original
+        st.session_state["unlearn_spec"] = unlearned_default(original)
+        st.session_state["unlearn_other"] = ""
     options = list(BUILT_IN)
-    default = options.index("demo" if original == "demo-known" else "demo-known")
-    choice = st.selectbox("Unlearned model (the sidebar's model is the original)", options, index=default,
+    choice = st.selectbox("Unlearned model (the sidebar's model is the original)", options,
                           format_func=BUILT_IN.get, key="unlearn_spec")
     if choice != "other":
         return choice
     return st.text_input("Hub id or local folder of the unlearned model", key="unlearn_other").strip() or None
+
+
+def same_model(a: str, b: str) -> bool:
+    """Two specs naming one model: equal, or one local folder written two ways."""
+    return a == b or (Path(a).is_dir() and Path(b).is_dir() and Path(a).resolve() == Path(b).resolve())
 
 
 def texts_ui() -> tuple[list[str], list[str]]:
@@ -81,7 +97,11 @@ def run(original: str, unlearned: str, texts: list[str], names: list[str], param
     try:
         models = cached_model(original), cached_model(unlearned)
     except mia_core.ModelLoadError as err:
-        st.error(str(err))
+        st.error(public_message(str(err)))
+        return
+    if models[0].fingerprint == models[1].fingerprint:  # one model under two names: every ratio would be 1
+        st.warning(f"{original} and {unlearned} are the same model (fingerprint `{models[0].fingerprint}`): the audit "
+                   "compares a model with its unlearned version, so it was not run. Pick the unlearned model.")
         return
     bar = st.progress(0.0, text="Scoring chunks under the original, then the unlearned model …")
     table = audit_unlearning(*models, texts, sources=names, params=params,
@@ -115,9 +135,14 @@ original = st.session_state.get("model_spec")
 unlearned = unlearned_ui(original)
 texts, names = texts_ui()
 params = params_ui()
+same = original is not None and unlearned is not None and same_model(original, unlearned)
 if original is None:
     st.warning("Load the original model in the sidebar first.")
-elif st.button("Run the audit", type="primary", disabled=not (texts and unlearned), key="unlearn_run"):
+elif same:
+    st.warning(f"The unlearned model is the original ({original}): the audit compares two different models. "
+               "Pick the unlearned model above, or another original in the sidebar.")
+if st.button("Run the audit", type="primary", disabled=not (original and texts and unlearned) or same,
+             key="unlearn_run"):
     try:
         check_request_chars(texts, "These texts")  # both models score every chunk: bounded like one Explore request
         run(original, unlearned, texts, names, params)

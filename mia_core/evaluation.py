@@ -217,7 +217,8 @@ def run_block(lm: LanguageModel, classifier: GdsClassifier | None, *, methods: l
     ref_model, freq = inputs.get("ref_model"), inputs.get("freq")
     return {
         "model": lm.name, "spec": lm.spec, "fingerprint": lm.fingerprint, "dtype": str(lm.dtype).removeprefix("torch."),
-        "input": source, "n_texts": n_texts, "methods": methods, "k": k, "bos": bos, "long_text": long_text,
+        "input": source, "n_texts": n_texts, "methods": methods,
+        "method_labels": {m: get_method(m).label for m in methods}, "k": k, "bos": bos, "long_text": long_text,
         "ref_model": getattr(ref_model, "spec", ref_model), "freq": _describe(freq), "a": params.get("a"),
         "params": {n: _describe(v) for n, v in params.items()},
         "classifier": _describe(inputs.get("classifier")),

@@ -25,7 +25,8 @@ from scipy import stats as sps
 from sklearn import metrics as skm
 from sklearn.exceptions import UndefinedMetricWarning
 
-__all__ = ["roc_curve", "auroc", "tpr_at_fpr", "fpr_at_tpr", "evaluate", "length_buckets", "benjamini_hochberg"]
+__all__ = ["roc_curve", "auroc", "auroc_interval", "tpr_at_fpr", "fpr_at_tpr", "evaluate", "length_buckets",
+           "benjamini_hochberg"]
 
 _MAX_DEGENERATE_SHARE = 0.05  # warn when more bootstrap resamples than this lack a class
 
@@ -274,3 +275,14 @@ def benjamini_hochberg(p_values) -> np.ndarray:
     if finite.any():
         out[finite] = sps.false_discovery_control(p[finite], method="bh")
     return out
+
+
+def auroc_interval(auroc: float | None, n_pos: int, n_neg: int, *, ci: float = 0.95) -> list[float | None]:
+    """[lo, hi] of an AUROC over n_pos members and n_neg non-members: a normal interval on the Hanley & McNeil (1982)
+    standard error (the blind baseline keeps no per-text scores to bootstrap); [None, None] when undefined."""
+    if auroc is None or math.isnan(auroc) or min(n_pos, n_neg) < 1:
+        return [None, None]
+    q1, q2 = auroc / (2 - auroc), 2 * auroc ** 2 / (1 + auroc)
+    var = (auroc * (1 - auroc) + (n_pos - 1) * (q1 - auroc ** 2) + (n_neg - 1) * (q2 - auroc ** 2)) / (n_pos * n_neg)
+    half = float(sps.norm.ppf(0.5 + ci / 2)) * math.sqrt(max(var, 0.0))
+    return [max(0.0, auroc - half), min(1.0, auroc + half)]

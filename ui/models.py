@@ -1,16 +1,25 @@
-"""The sidebar model picker shared by every page, and the cached model and statistics."""
+"""The sidebar model picker shared by every page, and the cached model and statistics.
+
+The picker only records the choice (`model_spec` in session state) so the page paints at once; the model
+is loaded under a sidebar status after the page ran (or earlier by a page that needs it, through
+`cached_model`). A spec that failed to load is remembered for the session and not retried on every rerun.
+"""
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.elements.lib.mutable_status_container import StatusContainer
 
 import mia_core
 from mia_core import LanguageModel, TokenStats
+from ui.jobs import public_message
 
 BUILT_IN = {
     "demo": "SmolLM2-135M — embedded, offline",
     "demo-known": "SmolLM2-135M + demo-known adapter (knows the demo members)",
     "other": "Another model: hub id or local folder",
 }
+#: Session keys: specs that failed to load (spec → message), the spec known loaded, a spec from a link to confirm.
+FAILED, LOADED, UNCONFIRMED = "model_failed", "model_loaded", "model_unconfirmed"
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
@@ -25,26 +34,66 @@ def cached_stats(spec: str, texts: tuple[str, ...], bos: str = "auto") -> list[T
     return cached_model(spec).token_stats(list(texts), bos=bos)
 
 
-def model_sidebar() -> str | None:
-    """Draw the picker; returns the spec of the loaded model (or None), kept in session state."""
+def chosen_spec() -> str | None:
+    """Draw the picker (nothing loaded); the spec it names, or None while the "other" box is empty or unconfirmed."""
     bar = st.sidebar
     bar.header("Model")
-    choice = bar.radio("Model", list(BUILT_IN), format_func=BUILT_IN.get, key="model_choice", label_visibility="collapsed")
-    spec = choice
-    if choice == "other":
-        spec = bar.text_input("Hub id or local folder", key="model_other", placeholder="EleutherAI/pythia-160m").strip()
-        if not spec:
-            bar.info("Enter a model name or folder.")
-            return None
-    try:
-        with bar.status(f"Loading {spec} …", expanded=False) as status:
-            lm = cached_model(spec)
-            status.update(label=f"Loaded {spec}", state="complete")
-    except mia_core.ModelLoadError as err:
-        bar.error(str(err))
-        st.session_state.pop("model_spec", None)
+    choice = bar.radio("Model", list(BUILT_IN), format_func=BUILT_IN.get, key="model_choice",
+                       label_visibility="collapsed")
+    if choice != "other":
+        return choice
+    spec = bar.text_input("Hub id or local folder", key="model_other", placeholder="EleutherAI/pythia-160m").strip()
+    if not spec:
+        bar.info("Enter a model name or folder.")
         return None
-    st.session_state["model_spec"] = spec
-    bar.caption(f"{lm.name}\n\ndevice **{lm.device}**, dtype **{str(lm.dtype).removeprefix('torch.')}**, "
-                f"context {lm.max_length:,} tokens, fingerprint `{lm.fingerprint}`")
+    if spec == st.session_state.get(UNCONFIRMED):  # from a link: a hub id or folder is loaded only when asked
+        bar.info("This model came from the link. Load it only if you trust its name.")
+        if not bar.button("Load this model", key="model_confirm"):
+            return None
+        st.session_state.pop(UNCONFIRMED)
     return spec
+
+
+def model_picker() -> tuple[str | None, StatusContainer | None]:
+    """The picker and, below it, the model's status (nothing loaded yet): sets `model_spec` to the choice, or None when
+    nothing is chosen or it failed to load. Returns the spec and its status, for `finish_loading` after the page."""
+    spec = chosen_spec()
+    failed = st.session_state.setdefault(FAILED, {})
+    st.session_state["model_spec"] = None if spec is None or spec in failed else spec
+    if spec is None:
+        return None, None
+    if spec in failed:
+        with st.sidebar.status(f"Could not load {spec}", state="error", expanded=True):
+            st.error(failed[spec])
+            if st.button("Try again", key="model_retry"):
+                failed.pop(spec)
+                st.rerun()
+        return None, None
+    known = st.session_state.get(LOADED) == spec
+    return spec, st.sidebar.status(f"Loaded {spec}" if known else f"Loading {spec} …",
+                                   state="complete" if known else "running", expanded=False)
+
+
+def finish_loading(spec: str | None, status: StatusContainer | None) -> None:
+    """After the page: load the chosen model (a cache hit when a page or an earlier run did) and end its status;
+    a failure ends it in error, clears `model_spec` and draws the page again without the model."""
+    if spec is None or status is None:
+        return
+    try:
+        lm = cached_model(spec)
+    except mia_core.ModelLoadError as err:
+        model_failed(spec, err)
+        status.update(label=f"Could not load {spec}", state="error", expanded=True)
+        st.rerun()
+    st.session_state[LOADED] = spec
+    status.update(label=f"Loaded {spec}", state="complete")
+    st.sidebar.caption(f"{lm.name}\n\ndevice **{lm.device}**, dtype **{str(lm.dtype).removeprefix('torch.')}**, "
+                       f"context {lm.max_length:,} tokens, fingerprint `{lm.fingerprint}`")
+
+
+def model_failed(spec: str, err: Exception) -> None:
+    """Remember that `spec` cannot be loaded (its message worded for the page) and clear the chosen model."""
+    st.session_state.setdefault(FAILED, {})[spec] = public_message(str(err))
+    st.session_state["model_spec"] = None
+    if st.session_state.get(LOADED) == spec:
+        st.session_state.pop(LOADED)

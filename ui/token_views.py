@@ -1,10 +1,12 @@
-"""One method's score on Explore: the value and its reading, the per-token heatmap with a legend saying what its
-colours and outlines mean for that method, and its details (tables, token index lists, chosen windows).
-A long text's heatmap is drawn a page of `MAX_HEATMAP_TOKENS` tokens at a time, picked in a selector."""
+"""Methods' scores on Explore, side by side: the value and its reading, the per-token heatmap with a legend saying
+what its colours and outlines mean for that method and which colour scale is on, and its details (tables, token
+index lists, chosen windows). The columns are drawn row by row (values, readings, heatmaps, details), so the
+heatmaps start level; a long text is shown a page of `MAX_HEATMAP_TOKENS` tokens at a time, one page selector
+shared by every column, so the columns show the same tokens."""
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -12,9 +14,12 @@ import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core.heatmap import HIGH, LOW, MID, colour_scale, heatmap_html
+from mia_core.heatmap import heatmap_html, legend_html
 from mia_core.limits import MAX_HEATMAP_TOKENS, heatmap_pages
 from mia_core.methods import reading
+from mia_core.stamp import ResultStamp
+from mia_core.token_export import Panel, heatmap_document, token_csv
+from ui.token_scale import scale_for
 
 
 @dataclass(frozen=True)
@@ -24,9 +29,11 @@ class TokenView:
     colour: str = "the method's score of each token"
     outlined: str = "the tokens that enter the sequence score"
     low: str = "less member-like"
-    """What the red (low) end means."""
+    """What the low end of the token scores means."""
     high: str = "more member-like"
-    """What the blue (high) end means."""
+    """What the high end of the token scores means."""
+    member_high: bool = True
+    """Whether high token scores are the member-like ones (drawn red); False for ReCaLL and Con-ReCall."""
 
 
 LOGP = "log p of each token under the model"
@@ -47,13 +54,13 @@ VIEWS = {
     "recall": TokenView("log p after the non-member prefix minus log p without it (0 = the prefix changed nothing)",
                         "the tokens compared (all, unless the text was cut to fit after the prefix)",
                         low="the prefix cost this token likelihood, which members show more: member-like",
-                        high="the prefix made this token likelier: less member-like"),
+                        high="the prefix made this token likelier: less member-like", member_high=False),
     "con_recall": TokenView("log p after the non-member prefix minus γ · log p after the member prefix",
                             "the tokens compared (all, unless the text was cut to fit after a prefix)",
                             low="member-like (the score divides this by the negative log-likelihood)",
-                            high="less member-like"),
-    "pac": TokenView(LOGP, "the far region (the likeliest 5%, at the blue end) and the local region (the least likely "
-                           "30%, at the red end), listed below; the score is how much word swaps widen their gap"),
+                            high="less member-like", member_high=False),
+    "pac": TokenView(LOGP, "the far region (the likeliest 5%, at the red end) and the local region (the least likely "
+                           "30%, at the blue end), listed below; the score is how much word swaps widen their gap"),
     "camia": TokenView(LOGP, "the first tokens, which the threshold signals read; the score compares twelve signals "
                              "with the reference population (table below)"),
 }
@@ -70,28 +77,23 @@ def view_of(method: str) -> TokenView:
     return TokenView()
 
 
-def legend(low: float, centre: float, high: float, view: TokenView) -> str:
-    """The colour bar with its reference values, and what colour and outline mean for this method."""
-    gradient = f"linear-gradient(to right, rgb{LOW}, rgb{MID}, rgb{HIGH})"
-    e = html.escape
-    return (
-        '<div class="mia-legend" style="font-size:0.85em;margin-top:0.4em;line-height:1.5">'
-        '<div style="display:flex;align-items:center;gap:0.6em">'
-        f'<span>{low:.2f}</span><span style="display:inline-block;width:14em;height:0.9em;background:{gradient};'
-        f'border:1px solid #ccc"></span><span>{high:.2f}</span><span style="color:#555">(centre {centre:.2f})</span>'
-        f'</div><div>Colour: {e(view.colour)}. <strong>Red</strong> = lower: {e(view.low)}; <strong>blue</strong> = higher: '
-        f'{e(view.high)}.</div><div><span style="outline:2px solid #111;padding:0 0.3em">Outlined</span>: '
-        f'{e(view.outlined)}.</div></div>')
+def make_panel(method: str, score: mia_core.Score, scale_how: str, reference, spec: str, bos: str,
+               params: dict) -> Panel:
+    """A method's heatmap as it will be shown: its score, colour scale (with where it comes from) and legend words."""
+    scale, note = scale_for(method, score.token_scores, scale_how, reference, spec, bos, params)
+    view = view_of(method)
+    return Panel(method, mia_core.METHODS[method].label, score, scale, note, view.member_high, view.colour, view.low,
+                 view.high, view.outlined)
 
 
-def token_heatmap(stats, method: str, score: mia_core.Score, decode: Callable[[int], str] | None,
-                  page: tuple[int, int] | None = None) -> str:
-    """The core heatmap of the token scores (one page of them) with a legend that names this method's meaning."""
-    centre = mia_core.METHODS[method].centre
-    values = np.asarray(score.token_scores, dtype=float)
-    body = heatmap_html(stats, values, score.selected, centre=centre, decode=decode, element_id=f"heatmap-{method}",
-                        legend=False, page=page)
-    return body + legend(*colour_scale(values, centre=centre), view_of(method))
+def panel_html(stats, panel: Panel, decode: Callable[[int], str] | None, page: tuple[int, int] | None) -> str:
+    """The heatmap of the panel's token scores (one page of them) with the legend for this method and scale."""
+    body = heatmap_html(stats, np.asarray(panel.score.token_scores, dtype=float), panel.score.selected,
+                        scale=panel.scale, member_high=panel.member_high, decode=decode,
+                        element_id=f"heatmap-{panel.method}", legend=False, page=page)
+    return body + legend_html(*panel.scale, member_high=panel.member_high, colour_means=panel.colour_means,
+                              low_means=panel.low_means, high_means=panel.high_means, outlined=panel.outlined,
+                              scale_note=panel.scale_note)
 
 
 def heatmap_page(n_tokens: int, key: str) -> tuple[int, int]:
@@ -99,18 +101,30 @@ def heatmap_page(n_tokens: int, key: str) -> tuple[int, int]:
     pages = heatmap_pages(n_tokens)
     if len(pages) == 1:
         return pages[0]
-    return st.selectbox(f"Tokens shown ({MAX_HEATMAP_TOKENS:,} at a time, of {n_tokens:,})", pages, key=key,
-                        format_func=lambda p: f"tokens {p[0]:,}–{p[1] - 1:,}")
+    return st.selectbox(f"Tokens shown in every heatmap ({MAX_HEATMAP_TOKENS:,} at a time, of {n_tokens:,})", pages,
+                        key=key, format_func=lambda p: f"tokens {p[0]:,}–{p[1] - 1:,}")
 
 
-def draw_score(stats, method: str, score: mia_core.Score, decode) -> None:
-    """A method's sequence score, its reading, the heatmap of its token scores (paged), and its details."""
-    spec = mia_core.METHODS[method]
-    st.metric(spec.label, f"{score.value:.4f}", help=spec.summary)
-    st.caption(reading(method, score.value))
-    page = heatmap_page(stats.n_scored, f"heatmap_page_{method}")
-    st.html(token_heatmap(stats, method, score, decode, page))
-    draw_details(stats, score)
+def draw_panels(stats, panels: list[Panel], decode, page: tuple[int, int], errors: dict[str, str] | None = None) -> None:
+    """Methods side by side, row by row (so the heatmaps start level); a method that failed shows its error."""
+    errors = errors or {}
+    n = len(panels) + len(errors)
+    if n == 0:
+        return
+    for row in ("value", "heatmap", "details"):
+        columns = st.columns(n)
+        for column, panel in zip(columns, panels):
+            with column:
+                if row == "value":
+                    st.metric(panel.label, f"{panel.score.value:.4f}", help=mia_core.METHODS[panel.method].summary)
+                    st.caption(reading(panel.method, panel.score.value))
+                elif row == "heatmap":
+                    st.html(panel_html(stats, panel, decode, page))
+                else:
+                    draw_details(stats, panel.score)
+        if row == "value":
+            for column, (method, message) in zip(columns[len(panels):], errors.items()):
+                column.error(f"{mia_core.METHODS[method].label}: {message}")
 
 
 def index_lists(details: dict) -> dict[str, list[int]]:
@@ -163,3 +177,20 @@ def draw_details(stats, score: mia_core.Score) -> None:
     for name, rows in tables.items():
         st.markdown(f"**{name}**")
         st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def export_buttons(stats, panels: list[Panel], stamp: ResultStamp, decode) -> None:
+    """Downloads of what is shown: the per-token CSV and a standalone heatmap HTML (made when clicked)."""
+    if not panels:
+        return
+    name = f"tokens-{stamp.short_hash}"
+    scores = {p.method: p.score for p in panels}
+    left, right = st.columns(2)
+    left.download_button("Per-token table (CSV)", partial(token_csv, stats, scores, decode), f"{name}.csv", "text/csv",
+                         key="explore_export_csv", on_click="ignore",
+                         help="One row per token: offsets, log p, μ, σ, rank, top-1 token, and each shown method's "
+                              "token score and whether it entered the sequence score.")
+    right.download_button("Heatmaps (standalone HTML)", partial(heatmap_document, stats, panels, stamp, decode),
+                          f"{name}.html", "text/html", key="explore_export_html", on_click="ignore",
+                          help="One file with inline styles: the whole text's heatmaps, their legends, and the model, "
+                               "text and settings they were computed for.")

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-#: Marker colours by window label (1 member, 0 non-member, -1 or unknown).
-LABEL_COLOURS = {1: "#b2182b", 0: "#2166ac", -1: "#888888"}
+from mia_core.palette import LABEL_COLOURS, MEMBER, NONMEMBER
+
+#: Window labels in words (colours: `palette.LABEL_COLOURS`, red member, blue non-member, as the heatmap below).
 LABEL_NAMES = {1: "member passage", 0: "non-member passage", -1: "no label"}
 
 
@@ -60,7 +61,7 @@ def ratio_figure(table: pd.DataFrame, band: float, method_label: str) -> go.Figu
         fig.add_trace(go.Scatter(x=span, y=span * factor, mode="lines", name=name,
                                  line={"dash": "dash", "color": "#999999"}, hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=span, y=span, mode="lines", name="ratio 1", line={"color": "#cccccc"}, hoverinfo="skip"))
-    for suspect, colour, name in ((False, "#2166ac", "changed"), (True, "#b2182b", "suspect (unlearning may have failed)")):
+    for suspect, colour, name in ((False, NONMEMBER, "changed"), (True, MEMBER, "suspect (unlearning may have failed)")):
         part = table[table["suspect"] == suspect]
         fig.add_trace(go.Scatter(
             x=part["score_original"], y=part["score_unlearned"], mode="markers", name=name,

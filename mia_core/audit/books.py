@@ -22,6 +22,9 @@ VERDICTS = {
     "none": "no evidence of training found (this does not show the book was unseen)",
     "uninformative": "no verdict: the method does not separate the calibration books",
 }
+#: The verdicts in a few words, for table cells, legends and chart traces (VERDICTS says them in full).
+VERDICT_SHORT = {"evidence": "consistent with training", "weak": "undecided (weak)", "none": "no evidence found",
+                 "uninformative": "no verdict"}
 BOOK_COLUMNS = ["book", "n_snippets", "n_effective", "rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo",
                 "prevalence_hi", "mean_score", "p_value", "p_adj", "verdict", "verdict_fpr"]
 
@@ -122,3 +125,30 @@ def verdict(row, cal: Calibration, alpha: float = ALPHA) -> str:
     """The verdict in words, with the calibration FPR it rests on."""
     key = verdict_key(row.p_adj, row.prevalence_lo, cal, alpha)
     return f"{VERDICTS[key]} (threshold at {cal.fpr:.1%} FPR on the calibration books)"
+
+
+def verdict_keys(books: pd.DataFrame, cal: Calibration, alpha: float = ALPHA) -> list[str]:
+    """`verdict_key` of every row of an `analyse_books` table, in its order."""
+    return [verdict_key(row.p_adj, row.prevalence_lo, cal, alpha) for row in books.itertuples()]
+
+
+def equal_rate_notes(books: pd.DataFrame, keys: list[str], quote=str) -> list[str]:
+    """Sentences for books that share a flagged rate but not a verdict, saying why (`quote` escapes book names).
+
+    The verdict rests on the book test of every snippet score and on the prevalence interval, whose width
+    follows the effective snippet count, so equal rates can get different verdicts.
+    """
+    table = books.assign(key=keys, rounded=books["rate"].round(9))
+    notes = []
+    for rate, group in table.groupby("rounded", sort=False):
+        if group["key"].nunique() < 2:
+            continue
+        shown = group.drop_duplicates("key")  # one book per verdict, in table order
+        more = group["key"].value_counts() - 1
+        parts = "; ".join(f"{quote(r.book)}: {VERDICT_SHORT[r.key]} (adjusted p {r.p_adj:.2g}, "
+                          f"{r.n_effective:.1f} effective of {r.n_snippets} snippets)"
+                          + (f" and {more[r.key]} more like it" if more[r.key] else "") for r in shown.itertuples())
+        notes.append(f"Equal rates, different verdicts: at {rate:.0%} of snippets flagged, {parts}. The rate alone does "
+                     "not decide: the verdict rests on the book test of all snippet scores, not only of those over "
+                     "the threshold, and on the prevalence interval, which is wider for fewer effective snippets.")
+    return notes

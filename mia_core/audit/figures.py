@@ -5,11 +5,24 @@ Plotly reads labels as a little HTML (`<a href>`, `<b>`, `<br>`), so user string
 from __future__ import annotations
 
 import html
+import math
+from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..palette import LABEL_COLOURS, MEMBER, NEUTRAL, NONMEMBER
+from .books import VERDICT_SHORT
 from .calibration import Calibration
+
+#: Bar colour per verdict: consistent with training is member-like (red), no evidence non-member-like (blue),
+#: undecided and no verdict grey (palette.py).
+VERDICT_COLOURS = {"evidence": MEMBER, "none": NONMEMBER, "weak": NEUTRAL, "uninformative": NEUTRAL}
+#: Book names longer than this are cut on the books chart's axis (the hover shows them whole).
+LABEL_CHARS = 40
+#: Legend names of the demo's ground-truth markers (the demo-known adapter's training split).
+TRUTH_NAMES = {1: "ground truth: in demo-known's training", 0: "ground truth: held out of its training"}
 
 
 def label(text: str) -> str:
@@ -24,7 +37,7 @@ def calibration_figure(cal: Calibration) -> go.Figure:
                              name=f"calibration ROC (AUROC {cal.auroc:.3f})"))
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance", line={"dash": "dash", "color": "gray"}))
     fig.add_trace(go.Scatter(
-        x=[cal.fpr], y=[cal.tpr], mode="markers", marker={"size": 11, "color": "#b2182b"}, name="threshold",
+        x=[cal.fpr], y=[cal.tpr], mode="markers", marker={"size": 11, "color": "black"}, name="threshold",
         error_x={"type": "data", "symmetric": False, "array": [cal.fpr_ci[1] - cal.fpr], "arrayminus": [cal.fpr - cal.fpr_ci[0]]},
         error_y={"type": "data", "symmetric": False, "array": [cal.tpr_ci[1] - cal.tpr], "arrayminus": [cal.tpr - cal.tpr_ci[0]]},
         hovertemplate=f"threshold {cal.threshold:.4g}<br>TPR %{{y:.1%}}<br>FPR %{{x:.1%}}<extra></extra>"))
@@ -34,38 +47,72 @@ def calibration_figure(cal: Calibration) -> go.Figure:
     return fig
 
 
-def books_figure(books: pd.DataFrame, cal: Calibration) -> go.Figure:
-    """Estimated prevalence per book with its interval, highest first, and the raw rate beside it."""
-    order = books.sort_values("prevalence", ascending=True, na_position="first")  # plotly draws bottom-up
-    names = [label(b) for b in order["book"]]
+def books_figure(books: pd.DataFrame, cal: Calibration, keys: Sequence[str] | None = None,
+                 truth: Mapping[str, int] | None = None) -> go.Figure:
+    """Estimated prevalence per book with its interval, in the table's order (top row on top), and the raw rate beside it.
+
+    keys : the verdict key of each row (`books.verdict_keys`): one bar trace per verdict, coloured by
+        `VERDICT_COLOURS`, so the legend names them; without keys, one grey trace.
+    truth : book → 1 / 0 known membership (the demo's ground truth), drawn as markers right of the bars.
+    """
+    names = axis_labels(books["book"])
+    keys = list(keys) if keys is not None else [None] * len(books)
     fig = go.Figure()
-    fig.add_trace(go.Bar(
-        y=names, x=order["prevalence"], orientation="h", name="estimated prevalence",
-        marker={"color": "#2166ac"},
-        error_x={"type": "data", "symmetric": False, "array": order["prevalence_hi"] - order["prevalence"],
-                 "arrayminus": order["prevalence"] - order["prevalence_lo"]},
-        hovertemplate="%{y}<br>prevalence %{x:.1%}<extra></extra>"))
+    for key in dict.fromkeys(keys):  # verdicts in the order they first appear in the table
+        mask = np.array([k == key for k in keys])
+        rows = books[mask]
+        fig.add_trace(go.Bar(
+            y=np.asarray(names, dtype=object)[mask].tolist(), x=rows["prevalence"], orientation="h",
+            customdata=[label(b) for b in rows["book"]],
+            name=VERDICT_SHORT[key] if key else "estimated prevalence",
+            marker={"color": VERDICT_COLOURS.get(key, NEUTRAL)},
+            error_x={"type": "data", "symmetric": False, "array": rows["prevalence_hi"] - rows["prevalence"],
+                     "arrayminus": rows["prevalence"] - rows["prevalence_lo"], "color": "#444"},
+            hovertemplate="%{customdata}<br>estimated prevalence %{x:.1%}<extra>" + (label(VERDICT_SHORT[key]) if key else "")
+                          + "</extra>"))
     fig.add_trace(go.Scatter(
-        y=names, x=order["rate"], mode="markers", name="raw rate (share of snippets flagged)",
-        marker={"symbol": "diamond", "color": "#b2182b", "size": 9},
-        error_x={"type": "data", "symmetric": False, "array": order["rate_hi"] - order["rate"],
-                 "arrayminus": order["rate"] - order["rate_lo"], "color": "#b2182b"},
-        hovertemplate="%{y}<br>rate %{x:.1%}<extra></extra>"))
+        y=names, x=books["rate"], customdata=[label(b) for b in books["book"]], mode="markers",
+        name="raw rate (share of snippets flagged)",
+        marker={"symbol": "diamond", "color": "black", "size": 8},
+        error_x={"type": "data", "symmetric": False, "array": books["rate_hi"] - books["rate"],
+                 "arrayminus": books["rate"] - books["rate_lo"], "color": "black"},
+        hovertemplate="%{customdata}<br>rate %{x:.1%}<extra></extra>"))
+    right = 1.05
+    if truth:
+        right = 1.2
+        for value, symbol in ((1, "star"), (0, "circle-open")):
+            shown = [n for n, b in zip(names, books["book"]) if truth.get(b) == value]
+            fig.add_trace(go.Scatter(
+                y=shown, x=[1.12] * len(shown), mode="markers", name=TRUTH_NAMES[value],
+                marker={"symbol": symbol, "size": 13, "color": LABEL_COLOURS[value], "line": {"width": 2}},
+                hovertemplate="%{y}<br>" + TRUTH_NAMES[value] + "<extra></extra>"))
     fig.add_vline(x=cal.fpr, line={"dash": "dot", "color": "gray"},
                   annotation_text=f"calibration FPR {cal.fpr:.1%}", annotation_position="top")
-    fig.update_layout(xaxis={"title": "share of the book's snippets", "range": [0, 1.05], "tickformat": ".0%"},
-                      height=max(300, 110 + 32 * len(books)), margin={"t": 40, "l": 10, "b": 90}, barmode="overlay",
-                      legend={"orientation": "h", "yanchor": "top", "y": -0.28})
+    fig.update_layout(xaxis={"title": "share of the book's snippets", "range": [0, right], "tickformat": ".0%",
+                             "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0]},
+                      yaxis={"categoryorder": "array", "categoryarray": names[::-1]},  # plotly draws bottom-up
+                      height=max(300, 130 + 32 * len(books)), margin={"t": 40, "l": 10, "b": 90}, barmode="overlay",
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.22})
     return fig
+
+
+def axis_labels(books: pd.Series, width: int = LABEL_CHARS) -> list[str]:
+    """Book names as category labels, long ones cut to `width` characters (full names when cutting would merge two)."""
+    cut = [b if len(b) <= width else b[:width - 1] + "…" for b in map(str, books)]
+    return [label(b) for b in (cut if len(set(cut)) == len(cut) else books)]
 
 
 def snippet_scores_figure(snippets: pd.DataFrame, book: str, cal: Calibration) -> go.Figure:
-    """A book's snippet scores along the book, with the threshold."""
+    """A book's snippet scores along the book (whole-number snippet ticks), flagged ones red, with the threshold."""
     rows = snippets[snippets["book"] == book].sort_values("position")
-    fig = go.Figure(go.Scatter(x=rows["position"], y=rows["score"], mode="lines+markers", name=label(book),
-                               hovertemplate="snippet %{x}<br>score %{y:.4g}<extra></extra>"))
-    fig.add_hline(y=cal.threshold, line={"dash": "dot", "color": "#b2182b"}, annotation_text="threshold")
-    fig.update_layout(xaxis_title="snippet (position in the book)", yaxis_title="score (higher = member)",
-                      height=280, margin={"t": 30})
+    flagged = (rows["score"] >= cal.threshold).to_numpy()
+    fig = go.Figure(go.Scatter(
+        x=rows["position"], y=rows["score"], mode="lines+markers", name=label(book), line={"color": NEUTRAL},
+        marker={"size": 8, "color": [MEMBER if f else NONMEMBER for f in flagged]},
+        hovertemplate="snippet %{x}<br>score %{y:.4g}<extra></extra>"))
+    fig.add_hline(y=cal.threshold, line={"dash": "dot", "color": "black"}, annotation_text="threshold")
+    span = int(rows["position"].max() - rows["position"].min()) if len(rows) else 0
+    fig.update_layout(xaxis={"title": "snippet (position in the book; red: at or above the threshold)",
+                             "tickformat": "d", "tick0": 0, "dtick": max(1, math.ceil(span / 10))},
+                      yaxis_title="score (higher = member)", height=280, margin={"t": 30}, showlegend=False)
     return fig
-

@@ -21,9 +21,9 @@ from ..methods.registry import MethodSpec
 from ..model.language_model import LanguageModel
 from ..runs.atomic import atomic_outputs
 from ..scoring import score
-from .books import BOOK_COLUMNS, verdict_key
+from .books import BOOK_COLUMNS, VERDICT_SHORT, VERDICTS, equal_rate_notes, verdict_key, verdict_keys
 from .calibration import BOOK_RATE_INTERVAL, PREVALENCE_INTERVAL, RATE_INTERVAL
-from .figures import books_figure, calibration_figure
+from .figures import VERDICT_COLOURS, books_figure, calibration_figure
 from .jobs import AuditResult, AuditSettings
 
 #: Snippets shown per flagged book, highest score first.
@@ -37,6 +37,8 @@ h1{margin-bottom:0.2em} h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;mar
 table{border-collapse:collapse;font-size:0.9em;margin:0.5em 0} td,th{border:1px solid #ddd;padding:0.3em 0.6em;text-align:left}
 th{background:#f4f4f4} .meta td:first-child{font-weight:600} .warn{background:#fff4e5;border-left:4px solid #f0a020;padding:0.5em 1em}
 .note{color:#555;font-size:0.9em} details{margin:0.6em 0} summary{cursor:pointer;font-weight:600}
+table.books{width:100%;table-layout:fixed} table.books td,table.books th{overflow-wrap:anywhere;vertical-align:top}
+table.books td.verdict{font-weight:600;border-left:6px solid #888}
 """
 
 
@@ -152,19 +154,43 @@ def _calibration_section(result: AuditResult) -> str:
 
 
 def _books_section(result: AuditResult) -> str:
-    books = result.books.copy()
-    for column in ("rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo", "prevalence_hi", "verdict_fpr"):
-        books[column] = books[column].map(lambda v: "" if pd.isna(v) else f"{v:.1%}")
-    for column in ("p_value", "p_adj"):
-        books[column] = books[column].map(lambda v: "" if pd.isna(v) else f"{v:.2g}")
-    books["mean_score"] = books["mean_score"].map(lambda v: f"{v:.4g}")
+    cal = result.calibration
+    keys = verdict_keys(result.books, cal)
+    legend = "; ".join(f"<b>{_e(VERDICT_SHORT[k])}</b>: {_e(VERDICTS[k])}" for k in dict.fromkeys(keys))
+    notes = "".join(f"<p class='warn'>{n}</p>" for n in equal_rate_notes(result.books, keys, quote=_e))
     return ("<h2>Books</h2><p class='note'>rate = share of the book's snippets at or above the threshold; prevalence = "
             "(rate − FPR)/(TPR − FPR), clipped to [0, 1], the estimated share of the book seen in training. Rate interval: "
-            f"{_e(BOOK_RATE_INTERVAL)}; n_effective is that count. Prevalence interval: {_e(PREVALENCE_INTERVAL)}. "
-            "p = one-sided "
-            "Mann–Whitney U against the non-member calibration snippets; p_adj = Benjamini–Hochberg across the books "
-            "of this run.</p>" + _figure(books_figure(result.books, result.calibration), "books-chart")
-            + books.to_html(index=False, escape=True, border=0, classes="books"))
+            f"{_e(BOOK_RATE_INTERVAL)}; effective snippets are that count. Prevalence interval: {_e(PREVALENCE_INTERVAL)}. "
+            "p = one-sided Mann–Whitney U against the non-member calibration snippets; BH = Benjamini–Hochberg across the "
+            f"books of this run.</p><p class='note'>Verdicts, at a threshold that flags {cal.fpr:.1%} of the calibration's "
+            f"non-member snippets: {legend}.</p>" + notes
+            + _figure(books_figure(result.books, cal, keys), "books-chart") + _books_table(result.books, keys))
+
+
+def _books_table(books: pd.DataFrame, keys: list[str]) -> str:
+    """The per-book table, verdict first: intervals in their number's cell, long names wrapped, widths fixed."""
+    head = ("<table class='books'><colgroup><col style='width:17%'><col style='width:21%'><col><col><col>"
+            "<col style='width:9%'><col style='width:8%'><col style='width:8%'></colgroup><tr><th>verdict</th><th>book</th>"
+            "<th>prevalence [interval]</th><th>rate [interval]</th><th>snippets (effective)</th><th>mean score</th>"
+            "<th>p</th><th>p (BH)</th></tr>")
+    rows = []
+    for row, key in zip(books.itertuples(), keys):
+        cells = [f"<td class='verdict' style='border-left-color:{VERDICT_COLOURS[key]}'>{_e(VERDICT_SHORT[key])}</td>",
+                 f"<td>{_e(row.book)}</td>",
+                 f"<td>{_pct(row.prevalence)} [{_pct(row.prevalence_lo)}–{_pct(row.prevalence_hi)}]</td>",
+                 f"<td>{_pct(row.rate)} [{_pct(row.rate_lo)}–{_pct(row.rate_hi)}]</td>",
+                 f"<td>{row.n_snippets} ({row.n_effective:.1f})</td>", f"<td>{row.mean_score:.4g}</td>",
+                 f"<td>{_num(row.p_value)}</td>", f"<td>{_num(row.p_adj)}</td>"]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return head + "".join(rows) + "</table>"
+
+
+def _pct(value) -> str:
+    return "–" if pd.isna(value) else f"{value:.1%}"
+
+
+def _num(value) -> str:
+    return "–" if pd.isna(value) else f"{value:.2g}"
 
 
 def _snippets_section(result: AuditResult, flagged: list[str], lm: LanguageModel) -> str:

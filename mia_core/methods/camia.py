@@ -92,6 +92,7 @@ def p_values(values: np.ndarray, population: np.ndarray) -> np.ndarray:
 
 
 @register("camia", label="CAMIA (single-pass)", params=CamiaParams, needs=("stats", "reference"), centre=None,
+          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
           access=("target log-probs", "known non-members"),
           cost="1 forward pass (and one per reference text, once)",
           reading=lambda v: f"across twelve loss-dynamics signals the text sits, on average, above {v:.0%} of "

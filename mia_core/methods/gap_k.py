@@ -70,6 +70,7 @@ def _reading(v: float) -> str:
 
 
 @register("gap_k", label="Gap-K%", params=GapKParams, centre=0.0, reading=_reading,
+          token_range=(-4.0, 0.0),  # gap in σ, ≤ 0 (registry: FIXED RANGES)
           formula=r"g_t = \frac{\log p(x_t \mid x_{<t}) - \max_v \log p(v \mid x_{<t})}{\sigma_t},\ "
                   r"s_i = \frac{1}{w}\sum_{j=i}^{i+w-1} g_j,\ "
                   r"\mathrm{score} = \text{mean of the } k\% \text{ lowest } s_i",

@@ -10,6 +10,7 @@ from .registry import NoParams, Score, mean_of_all, register, require_tokens
 
 
 @register("loss", label="Loss (−mean NLL)", access=("target log-probs",), centre=None,
+          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
           reading=lambda v: f"the model's average log-probability per token is {v:.2f} "
                             f"(perplexity {math.exp(min(-v, 700)):.1f}).",
           formula=r"\mathrm{score}(x) = \frac{1}{n}\sum_{t} \log p(x_t \mid x_{<t})",

@@ -15,6 +15,7 @@ class MinKParams(KParams):
 
 
 @register("min_k", label="Min-K% Prob", params=MinKParams, access=("target log-probs",), centre=None,
+          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
           reading=lambda v: f"the k% least likely tokens average a log-probability of {v:.2f}: members tend to have "
                             "fewer very surprising tokens.",
           formula=r"\mathrm{score}(x) = \frac{1}{|S|}\sum_{t\in S} \log p(x_t \mid x_{<t}),\ "

@@ -28,6 +28,7 @@ def min_k_pp_token_scores(stats: TokenStats) -> np.ndarray:
 
 
 @register("min_k_pp", label="Min-K%++", params=MinKPlusPlusParams, centre=0.0,
+          token_range=(-3.0, 1.0),  # z (registry: FIXED RANGES)
           reading=lambda v: f"the k% least expected tokens sit {abs(v):.2f} standard deviations "
                             f"{'below' if v < 0 else 'above'} what the model expected on average; memorised text "
                             "tends to score near zero or above.",

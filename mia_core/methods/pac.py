@@ -158,6 +158,7 @@ def _reading(v: float) -> str:
 
 
 @register("pac", label="PAC", params=PacParams, needs=("stats", "lm"), token_level=True, centre=None, prepare=prepare,
+          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
           reading=_reading,
           formula=r"\mathrm{PD}(z) = \overline{\ell}_{\text{top } 5\%}(z) - \overline{\ell}_{\text{bottom } 30\%}(z),\ "
                   r"\mathrm{score}(x) = \frac{1}{N}\sum_{j=1}^{N} \mathrm{PD}(\tilde x_j) - \mathrm{PD}(x),\ "

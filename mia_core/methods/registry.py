@@ -83,6 +83,15 @@ class MethodSpec:
     formula, idea : the LaTeX formula and the one-line intuition shown on the Learn page.
     prepare : optional batched hook `prepare(stats_list, params, **inputs)` run once over all
         texts before they are scored one by one (e.g. GDS computes every text's gradients in batches).
+    token_range : (low, high) of its token scores on the heatmap's fixed scale, so the same token score gets the
+        same colour in every text (None: no fixed range; the heatmap scales on the text or a reference set).
+        FIXED RANGES, from 60 demo-wiki texts under SmolLM2-135M (5th / 50th / 95th percentiles):
+        log p (loss, zlib, min_k, surp, tag_tab, pac, camia) −9.0 / −1.9 / −0.01 → (−6, 0): its midpoint −3 nats
+        (p ≈ 5%) is about a small model's mean token loss on prose, so red = likelier than a typical token, and
+        tokens below −6 (p < 0.25%, the rare surprises) saturate blue. Min-K%++ z −2.6 / 0.19 / 0.88 → (−3, 1)
+        around 0: z is bounded above in practice (99th percentile 1.1), its long tail is below. Gap-K% ≤ 0
+        (−3.3 / −0.29 / 0) → (−4, 0): 0 = the top guess was right. ReCaLL's per-token change of log p after the
+        prefix → (−2, 2) around 0 (a change of e² in probability saturates).
     """
 
     name: str
@@ -99,6 +108,7 @@ class MethodSpec:
     formula: str
     idea: str
     prepare: Callable[..., None] | None = None
+    token_range: tuple[float, float] | None = None
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -123,7 +133,7 @@ METHODS: dict[str, MethodSpec] = {}
 def register(name: str, *, label: str, summary: str, centre: float | None, reading: Callable[[float], str],
              formula: str, idea: str, params: type = NoParams, needs: tuple[str, ...] = ("stats",),
              token_level: bool = True, access: tuple[str, ...] = ("full logits",), cost: str = "1 forward pass",
-             prepare: Callable[..., None] | None = None):
+             prepare: Callable[..., None] | None = None, token_range: tuple[float, float] | None = None):
     """Decorator adding a scorer `fn(stats, params, **inputs) -> Score` to `METHODS`, with all it declares.
 
     `access` names what the method needs from the model (words from `ACCESS`); `cost` is its
@@ -141,7 +151,7 @@ def register(name: str, *, label: str, summary: str, centre: float | None, readi
 
     def wrap(fn: Callable[..., Score]) -> Callable[..., Score]:
         METHODS[name] = MethodSpec(name, fn, params, tuple(needs), label, summary, token_level, tuple(access), cost,
-                                   centre, reading, formula, idea, prepare)
+                                   centre, reading, formula, idea, prepare, token_range)
         return fn
 
     return wrap

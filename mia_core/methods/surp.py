@@ -61,6 +61,7 @@ def _reading(v: float) -> str:
 
 
 @register("surp", label="SURP", params=SurpParams, centre=None, reading=_reading,
+          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
           formula=r"S = \{t \in \text{the } k\% \text{ lowest } \ell_t : H_t < e_{\max}\},\ "
                   r"\mathrm{score}(x) = \frac{1}{|S|}\sum_{t\in S} \log p(x_t \mid x_{<t})\ "
                   r"(-100 \text{ if } S = \emptyset)",

@@ -181,6 +181,7 @@ def _overlapping(offsets: np.ndarray):
 
 
 @register("tag_tab", label="Tag&Tab", params=TagTabParams, access=("target log-probs",), centre=None,
+          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
           reading=lambda v: f"the tokens of each sentence's rarest words average a log-probability of {v:.2f}: a model "
                             "that saw the text predicts its rare words better.",
           formula=r"\mathrm{score}(x) = \frac{1}{|T|}\sum_{t\in T} \log p(x_t \mid x_{<t}),\ T = \text{tokens of the }"

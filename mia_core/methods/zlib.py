@@ -15,6 +15,7 @@ def zlib_bytes(text: str) -> int:
 
 
 @register("zlib", label="Zlib ratio", access=("target log-probs",), centre=None,
+          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
           reading=lambda v: f"log-probability per token divided by the compressed size: {v:.5f}; it discounts texts "
                             "that are simply repetitive or predictable.",
           formula=r"\mathrm{score}(x) = \frac{\frac{1}{n}\sum_t \log p(x_t \mid x_{<t})}{\mathrm{zlib}(x)}",

@@ -1,20 +1,25 @@
 """The Book audit page through AppTest: a background run that survives reruns, reattaching by id, results."""
 from __future__ import annotations
 
+import html
+import json
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 from mia_core import datasets
 from mia_core.audit.jobs import AuditSettings, plan_audit
-from mia_core.audit.sources import read_books, read_calibration
+from mia_core.audit.sources import Book, read_books, read_calibration
+from mia_core.palette import LABEL_COLOURS, MEMBER, NEUTRAL, NONMEMBER
 from mia_core.runs.store import ResultsStore
 
 from tests.support.app import APP
+from ui.audit_results import md
 
 pytestmark = pytest.mark.integration  # the page loads the cached demo model
 
@@ -108,3 +113,103 @@ def test_a_run_whose_method_has_no_token_view_shows_its_snippets_as_text(store_p
     assert any("no per-token view" in c.value for c in at.caption)
     assert not any('class="mia-heatmap"' in h.proto.body for h in at.get("html"))
     assert len(at.get("download_button")) == 3
+
+
+#: The colour each verdict's bars must have (palette.py: red member-like, blue non-member-like, grey undecided).
+VERDICT_COLOUR = {"consistent with training": MEMBER, "no evidence found": NONMEMBER, "undecided (weak)": NEUTRAL,
+                  "no verdict": NEUTRAL}
+
+
+def hand_scored_run(path: Path, spec: str, books: list[Book], member: dict[str, int]) -> str:
+    """A finished run scored by hand with a known truth: snippets of member books ≈ 1, of the others ≈ 0 (sd 0.1)."""
+    store = ResultsStore(path)
+    settings = AuditSettings(method="min_k_pp", params={"k": 0.2}, snippet_words=64, max_snippets_per_book=5, n_boot=50)
+    run_id = plan_audit(store, SimpleNamespace(fingerprint="hand"), spec, books, read_calibration("demo-books")[0],
+                        settings)
+    planned = store.pending(run_id)
+    truth = planned["label"].astype(float).fillna(planned["book"].map(member)).to_numpy()
+    noise = np.random.default_rng(1).normal(0, 0.1, len(planned))
+    scores = planned[["snippet_id"]].assign(score=truth + noise, n_tokens=64, truncated=False)
+    store.write_scores(run_id, scores, fingerprint="hand", method="min_k_pp", params={"k": 0.2}, code_version="test",
+                       session="test")
+    return run_id
+
+
+def open_run(tiny_app, run_id: str) -> AppTest:
+    at = tiny_app("app_pages/audit.py")
+    at.session_state["audit_run_id"] = run_id
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def books_chart(at: AppTest) -> dict:
+    """The books chart's plotly JSON (the chart with the raw-rate trace)."""
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return next(s for s in specs if any(str(t.get("name", "")).startswith("raw rate") for t in s["data"]))
+
+
+def test_demo_run_shows_verdicts_first_coloured_by_verdict_and_the_ground_truth(store_path, tiny_app, tiny_model_dir):
+    manifest = datasets.load("demo-books").set_index("id")["label"]  # the adapter's training split, read directly
+    run_id = hand_scored_run(store_path, str(tiny_model_dir), read_books("demo-books")[0], manifest.to_dict())
+    at = open_run(tiny_app, run_id)
+
+    books = table_with(at, "verdict")
+    assert list(books.columns[:2]) == ["verdict", "book"] and "ground_truth" not in books.columns
+    shown = next(d for d in at.dataframe if "verdict" in d.value.columns)
+    config = json.loads(shown.proto.columns)
+    assert config["verdict"]["pinned"] is True and config["verdict"]["width"] == "medium"
+    # known truth: the 4 member plays score ≈ 1, far above every held-out snippet; the 4 held-out plays ≈ 0
+    verdict_of = dict(zip(books["book"], books["verdict"]))
+    assert {b for b, v in verdict_of.items() if v == "consistent with training"} == set(manifest[manifest == 1].index) - {
+        "richard-ii", "two-gentlemen-of-verona"}
+    assert {b for b, v in verdict_of.items() if v == "no evidence found"} == {
+        "the-merchant-of-venice", "antony-and-cleopatra", "henry-vi-part-2", "the-tempest"}
+
+    chart = books_chart(at)
+    bars = [t for t in chart["data"] if t["type"] == "bar"]
+    assert {t["name"] for t in bars} == {"consistent with training", "no evidence found"}
+    for trace in bars:
+        assert trace["marker"]["color"] == VERDICT_COLOUR[trace["name"]]
+        assert set(trace["y"]) == {b for b, v in verdict_of.items() if v == trace["name"]}
+    assert chart["layout"]["yaxis"]["categoryarray"] == books["book"].tolist()[::-1]  # top bar = first table row
+
+    at.toggle(key="audit_truth").set_value(True).run()
+    assert not at.exception, at.exception
+    books = table_with(at, "verdict")
+    assert books.columns[0] == "verdict"
+    assert dict(zip(books["book"], books["ground_truth"])) == {
+        b: "in training" if manifest[b] == 1 else "held out" for b in books["book"]}
+    stars = next(t for t in books_chart(at)["data"] if t["name"] == "ground truth: in demo-known's training")
+    assert set(stars["y"]) == {b for b in books["book"] if manifest[b] == 1}
+    assert stars["marker"]["color"] == LABEL_COLOURS[1]
+    assert any("should find none" in i.value and "coriolanus" in i.value for i in at.info)
+
+    snippets = [e for e in at.expander if e.label.startswith("Snippet ")]
+    assert len(snippets) == 2 and not any(e.proto.expanded for e in snippets)  # collapsed until opened
+    assert all(any('class="mia-heatmap"' in h.proto.body for h in e.get("html")) for e in snippets)
+    first = books["book"].iloc[0]  # the drill-down opens on the first book: its verdict in words, no raw key
+    summary = next(c.value for c in at.caption if c.value.startswith(f"**{first.replace('-', chr(92) + '-')}**"))
+    assert f"{books['verdict'].iloc[0]} — " in summary and "adjusted p" in summary
+    assert not any(c.value.endswith(("· evidence", "· none", "· weak", "· uninformative")) for c in at.caption)
+    scores = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                  if json.loads(c.proto.spec)["layout"].get("xaxis", {}).get("tickformat") == "d")
+    assert scores["layout"]["xaxis"]["dtick"] >= 1 and float(scores["layout"]["xaxis"]["dtick"]).is_integer()
+
+
+def test_an_upload_gets_no_ground_truth_even_under_a_play_name(store_path, tiny_app, tiny_model_dir):
+    plays = read_books("demo-books")[0]
+    # named like a demo play, but its text is another play's words reversed: not the demo play
+    books = [Book("coriolanus", " ".join(reversed(plays[4].text.split())), "upload.txt"),
+             Book("my novel", plays[5].text, "novel.txt")]
+    run_id = hand_scored_run(store_path, str(tiny_model_dir), books, {"coriolanus": 1, "my novel": 0})
+    at = open_run(tiny_app, run_id)
+    assert table_with(at, "verdict").columns[0] == "verdict"
+    assert not [t for t in at.toggle if t.key == "audit_truth"]
+    assert not any("ground truth" in str(t.get("name", "")) for t in books_chart(at)["data"])
+
+
+def test_book_names_in_markdown_are_shown_as_themselves():
+    hostile = '<a href="x">b</a> **bold** [link](javascript:alert(1)) $x$ _i_ # h `c` a\\b'
+    rendered = MarkdownIt().renderInline(md(hostile))  # CommonMark, as Streamlit's Markdown reads it
+    assert rendered == html.escape(hostile)

@@ -63,14 +63,14 @@ def test_explore_draws_a_long_text_a_page_at_a_time(tiny_model_dir):
     at.text_area(key="explore_text").input(text).run()
     at.button[0].click().run()
     assert not at.exception, at.exception
-    page = at.selectbox(key="heatmap_page_min_k_pp")
+    page = at.selectbox(key="explore_heatmap_page")
     n_pages = len(page.options)
     assert n_pages >= 2
     drawn = [h.proto.body.count('class="mia-tok"') for h in at.get("html") if 'id="heatmap-min_k_pp"' in h.proto.body]
     assert drawn == [MAX_HEATMAP_TOKENS]
     counts = [MAX_HEATMAP_TOKENS]
     for i in range(1, n_pages):
-        at.selectbox(key="heatmap_page_min_k_pp").select_index(i).run()
+        at.selectbox(key="explore_heatmap_page").select_index(i).run()
         assert not at.exception, at.exception
         counts += [h.proto.body.count('class="mia-tok"') for h in at.get("html")
                    if 'id="heatmap-min_k_pp"' in h.proto.body]

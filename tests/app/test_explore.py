@@ -1,7 +1,12 @@
 """The Explore page through AppTest: scores and redraws without the model, methods that need an extra pass
 computed on request (Infilling), GDS once the Benchmark page fitted a classifier, methods that need helper texts
-once those are chosen."""
+once those are chosen; results greyed once the model or text changed, equal colours for equal scores under the
+fixed scale, uploads into the text area (re-flowed, the pasted text kept), the exports."""
 from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,15 +14,19 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import mia_core.methods.infilling.engine as engine
+import ui.explore_text
 import ui.helpers
 from mia_core import METHODS, Score, datasets, load_model, score
+from mia_core.inputs.documents import document_text
 from mia_core.methods.gds.classifier import fit_classifier
 from mia_core.methods.gds.features import GdsSettings, feature_names, features_loop
 from mia_core.methods.gds.split import split_record
 from mia_core.methods.registry import MethodSpec, NoParams, lowest_k
 from mia_core.model.language_model import LanguageModel
+from ui.stale import STALE_CSS
 
 from tests.support.app import APP, app
+from tests.support.tiny import tiny_llama, tiny_tokenizer
 
 pytestmark = pytest.mark.integration  # the page loads the cached demo model
 
@@ -160,3 +169,142 @@ def test_explore_offers_helper_methods_once_helper_texts_are_chosen(tiny_app, ti
     assert {m.label: m.value for m in at.metric}["ReCaLL"] == f"{shown.value:.4f}"
     assert any('id="heatmap-recall"' in h.proto.body and "the prefix cost this token likelihood" in h.proto.body
                for h in at.get("html"))
+
+
+# --- issue 15: results in context (stale stamp), colours that compare, uploads, exports -------------------------------
+
+SPAN = re.compile(r'<span class="mia-tok" style="background:rgb\((\d+),(\d+),(\d+)\)')
+
+
+def score_button(at: AppTest):
+    return next(b for b in at.button if b.label == "Score")
+
+
+def heatmap_colours(at: AppTest, method: str) -> list[tuple[int, int, int]]:
+    """The token colours of one method's heatmap, in token order."""
+    body = next(h.proto.body for h in at.get("html") if f'id="heatmap-{method}"' in h.proto.body)
+    return [tuple(int(c) for c in m) for m in SPAN.findall(body)]
+
+
+def naive_rgb(value: float, low: float, high: float) -> tuple[int, int, int]:
+    """The diverging colour by hand: white at the midpoint, blue (33,102,172) at `low`, red (178,24,43) at `high`."""
+    mid = (low + high) / 2
+    value = min(max(value, low), high)
+    end, t = ((33, 102, 172), (mid - value) / (mid - low)) if value <= mid else ((178, 24, 43), (value - mid) / (high - mid))
+    return tuple(round(247 + (e - 247) * t) for e in end)
+
+
+@pytest.fixture(scope="module")
+def second_model_dir(tmp_path_factory) -> Path:
+    """Another tiny model (other weights, same tokenizer): switching to it must grey the old results."""
+    folder = tmp_path_factory.mktemp("tiny-model-2")
+    tok = tiny_tokenizer()
+    tiny_llama(len(tok), seed=1, max_positions=2048).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def test_explore_greys_results_after_a_model_or_text_switch(tiny_app, tiny_model_dir, second_model_dir):
+    text = "The cat sat on the mat."
+    at = tiny_app("app_pages/explore.py")
+    at.text_area(key="explore_text").input(text).run()
+    score_button(at).click().run()
+    assert not at.exception, at.exception
+    assert not at.warning and not any(STALE_CSS in h.proto.body for h in at.get("html"))
+    first = {m.label: m.value for m in at.metric}
+    short = hashlib.sha256(text.encode()).hexdigest()[:8]
+    assert any(short in m.value and "fingerprint" in m.value for m in at.markdown)  # the stamp beside the numbers
+    at.text_input(key="model_other").input(str(second_model_dir)).run()
+    assert not at.exception, at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "computed for model" in warning and short in warning and "the model changed" in warning
+    assert "press Score to recompute" in warning
+    assert {m.label: m.value for m in at.metric} == first  # the old results stay, greyed
+    assert any(STALE_CSS in h.proto.body for h in at.get("html"))
+    score_button(at).click().run()
+    assert not at.warning and {m.label: m.value for m in at.metric} != first  # the new model's numbers
+    lm = load_model(str(second_model_dir))
+    expected = score("min_k", lm.token_stats([text])[0], k=0.2).value
+    assert {m.label: m.value for m in at.metric}[METHODS["min_k"].label] == f"{expected:.4f}"
+    at.text_area(key="explore_text").input("A different text now.").run()
+    assert "the text changed" in " ".join(w.value for w in at.warning)
+
+
+def test_explore_fixed_scale_gives_equal_scores_equal_colours_across_texts(tiny_app, tiny_model_dir):
+    """Two texts sharing a prefix share its tokens' log p: under the fixed scale (min_k's declared range) those tokens
+    get identical colours, computed by hand; under "this text" they do not."""
+    short = "The cat sat on the mat."
+    long = short + " Then many other words followed it, one after another, for quite a while."
+    lm = load_model(str(tiny_model_dir))
+    logprob = lm.token_stats([short])[0].logprob
+    low, high = METHODS["min_k"].token_range
+    at = tiny_app("app_pages/explore.py")
+    shown = {}
+    for how in ("fixed per method", "this text"):
+        at.radio(key="explore_scale").set_value(how).run()
+        for text in (short, long):
+            at.text_area(key="explore_text").input(text).run()
+            score_button(at).click().run()
+            assert not at.exception, at.exception
+            shown[how, text] = heatmap_colours(at, "min_k")[:len(logprob)]
+        legend = next(h.proto.body for h in at.get("html") if 'id="heatmap-min_k"' in h.proto.body)
+        assert f"Scale: {'fixed for' if how.startswith('fixed') else 'this text'}" in legend
+    assert shown["fixed per method", short] == shown["fixed per method", long] == [naive_rgb(v, low, high)
+                                                                                  for v in logprob]
+    assert shown["this text", short] != shown["this text", long]
+
+
+def test_explore_upload_fills_the_text_area_reflowed_and_removing_it_restores_the_pasted_text(tiny_app, monkeypatch):
+    current = {"file": None}
+    monkeypatch.setattr(ui.explore_text, "upload_widget", lambda: current["file"])
+    at = tiny_app("app_pages/explore.py")
+    at.text_area(key="explore_text").input("my own pasted words").run()
+    pdf = lines_pdf(["A study of exam-", "ples in PDF", "text. Second", "line here."])
+    assert document_text("paper.pdf", pdf) == "A study of exam-\nples in PDF\ntext. Second\nline here."  # as extracted
+    current["file"] = FakeUpload("paper.pdf", pdf)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.text_area(key="explore_text").value == "A study of examples in PDF text. Second line here."
+    assert any("re-flowed" in c.value for c in at.caption)
+    at.text_area(key="explore_text").input("An edited upload.").run()  # editable: the edit is what gets scored
+    score_button(at).click().run()
+    assert at.session_state["explore_request"][1] == "An edited upload."
+    current["file"] = None
+    at.run()
+    assert at.text_area(key="explore_text").value == "my own pasted words"
+
+
+def test_explore_offers_the_exports_under_the_results(tiny_app):
+    at = tiny_app("app_pages/explore.py")
+    at.text_area(key="explore_text").input("The <b>cat</b> sat.").run()
+    score_button(at).click().run()
+    labels = [e.proto.label for e in at.get("download_button")]
+    assert labels == ["Per-token table (CSV)", "Heatmaps (standalone HTML)"]
+
+
+class FakeUpload:
+    """What `st.file_uploader` returns for one file, without a browser."""
+
+    def __init__(self, name: str, data: bytes):
+        self.name, self._data, self.file_id, self.size = name, data, hashlib.sha256(data).hexdigest(), len(data)
+
+    def getvalue(self) -> bytes:
+        return self._data
+
+
+def lines_pdf(lines: list[str]) -> bytes:
+    """A one-page PDF with one text line per entry (pypdf extracts them with line breaks), built by hand."""
+    shown = b" T* ".join(b"(%s) Tj" % line.encode() for line in lines)
+    content = b"BT /F1 10 Tf 12 TL 10 190 Td " + shown + b" ET"
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents 4 0 R /Resources << /Font << /F1 "
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>",
+               b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content)]
+    out, offsets = bytearray(b"%PDF-1.7\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)

@@ -24,6 +24,14 @@ def test_learn_lists_every_registered_method_with_its_formula_and_idea():
     assert formulas == [s.formula.strip() for s in METHODS.values()]
     written = " ".join(m.value for m in at.markdown)
     assert all(s.idea in written for s in METHODS.values())
+    needs = [m.value for m in at.markdown if m.value.startswith("**Needs:**")]
+    assert len(needs) == len(METHODS)
+    for line, spec in zip(needs, METHODS.values()):  # one clause per need, in words (no parameter names)
+        assert line.count(";") == len(spec.needs) - 1 and "`" not in line
+    assert "further passes of the target model itself" in needs[list(METHODS).index("infilling")]
+    assert "a reference model" in needs[list(METHODS).index("ref")]
+    costs = " ".join(c.value for c in at.caption)
+    assert all(s.cost in costs for s in METHODS.values())
 
 
 def test_learn_page_surp_and_gap_k_on_made_up_tokens():

@@ -95,6 +95,7 @@ def _scored(stats: TokenStats, m: int, values: np.ndarray) -> tuple[np.ndarray, 
 
 
 @register("recall", label="ReCaLL", params=RecallParams, needs=("stats", "lm", "shots_nonmembers"), centre=0.0,
+          token_range=(-2.0, 2.0),  # change of log p after the prefix (registry: FIXED RANGES)
           prepare=_prepare_recall, access=("target log-probs", "known non-members"),
           cost="2 forward passes (the shots' key-value cache computed once and shared)",
           reading=lambda v: f"after a prefix of known non-members the text keeps {v:.3f}× its log-likelihood; "

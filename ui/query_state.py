@@ -1,0 +1,158 @@
+"""The chosen model and a few page settings in the address bar, so they survive a reload or a shared link.
+
+`restore` runs before the picker and the page: a value in the URL that this session did not write itself
+(a first visit, a reload, a link from Home) is checked and put into session state, where the widget with that
+key picks it up; a bad value (an unknown choice, a number out of range, a list too long) is ignored, never a
+traceback. A hub id or folder from a link goes into the model box, to be confirmed (ui.models), never loaded
+silently. `save` runs after the page and writes the current values back: the model everywhere, a page's
+settings on that page only. Other parameters (`?run=` of the Book audit) are left alone.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from mia_core import datasets
+from mia_core.methods import methods_for, stats_only_methods
+from mia_core.methods.registry import HELPER_NEEDS
+from ui.models import BUILT_IN, UNCONFIRMED
+
+#: Query parameters of the model: the picker's choice, and the hub id or folder when it is "other".
+MODEL, PATH = "model", "path"
+#: The session's last written parameters: a URL value equal to it is the session's own, not an instruction.
+WRITTEN = "query_written"
+
+
+@dataclass(frozen=True)
+class Field:
+    """A widget key kept in the URL on its page (the page's url path): one of `options` (or, `many`, a list of at
+    most `most` of them), or a number in [low, high] of `kind`. The page's widget has these same bounds
+    (a test compares them), so a value read back never makes the widget raise."""
+
+    page: str
+    key: str
+    options: tuple[str, ...] = ()
+    most: int | None = None
+    low: float = -math.inf
+    high: float = math.inf
+    kind: type = str
+    many: bool = False
+
+    def read(self, values: list[str]) -> Any:
+        """The value for session state, or None when `values` are not valid for the widget."""
+        if self.many:
+            ok = all(v in self.options for v in values) and len(set(values)) == len(values)
+            return list(values) if ok and (self.most is None or len(values) <= self.most) else None
+        if len(values) != 1:
+            return None
+        if self.options:
+            return values[0] if values[0] in self.options else None
+        try:
+            value = self.kind(values[0])  # int("1.5") fails: an int field takes whole numbers only
+        except ValueError:
+            return None
+        return value if math.isfinite(value) and self.low <= value <= self.high else None
+
+
+def one_of(page: str, key: str, options: list[str] | tuple[str, ...]) -> Field:
+    """A radio or selectbox."""
+    return Field(page, key, tuple(options))
+
+
+def some_of(page: str, key: str, options: list[str], most: int | None = None) -> Field:
+    """A multiselect (`most`: its max_selections)."""
+    return Field(page, key, tuple(options), most, many=True)
+
+
+def number(page: str, key: str, low: float, high: float, kind: type = float) -> Field:
+    """A number input or slider."""
+    return Field(page, key, low=low, high=high, kind=kind)
+
+
+STATS_ONLY = stats_only_methods()
+#: The pages' widget keys kept in the URL, with the options and bounds of their widgets (a test checks them
+#: against the pages). Methods come from the registry, as the pages take them.
+FIELDS = (
+    some_of("explore", "explore_methods", STATS_ONLY, 2),
+    number("explore", "explore_k", 0.05, 1.0),
+    one_of("explore", "explore_bos", ("auto", "none")),
+    one_of("benchmark", "bench_source", ("Built-in demo set", "Upload CSV/JSONL", "Hub benchmark (online)")),
+    one_of("benchmark", "bench_set", [d["name"] for d in datasets.list_datasets()]),
+    number("benchmark", "bench_n", 5, 240, int),
+    some_of("benchmark", "bench_methods", methods_for(("stats", "lowercase_stats", "lm", *HELPER_NEEDS))),
+    one_of("audit", "audit_method", STATS_ONLY),
+    number("audit", "audit_words", 16, 4096, int),
+    one_of("unlearning", "unlearn_source", ("mine", "demo")),
+    one_of("unlearning", "unlearn_method", STATS_ONLY),
+    number("unlearning", "unlearn_words", 8, 4096, int),
+    one_of("online", "online_source", ("text", "passages", "demo")),
+    one_of("online", "online_method", STATS_ONLY),
+)
+
+
+def url_values(key: str) -> list[str]:
+    """Every value of `key` in the URL (a list field repeats its key)."""
+    return st.query_params.get_all(key)
+
+
+def restore() -> None:
+    """Before any widget: URL values the session did not write itself, checked, into session state."""
+    written = st.session_state.get(WRITTEN, {})
+    fresh = {key for key in {MODEL, PATH, *(f.key for f in FIELDS)}
+             if url_values(key) and url_values(key) != written.get(key)}
+    if MODEL in fresh or PATH in fresh:
+        restore_model(url_values(MODEL), url_values(PATH))
+    for field in FIELDS:
+        if field.key in fresh and (value := field.read(url_values(field.key))) is not None:
+            st.session_state[field.key] = value
+
+
+def restore_model(model: list[str], path: list[str]) -> None:
+    """A built-in is chosen; another model's name is put in the box, to be confirmed before it loads."""
+    if model == ["other"] and len(path) == 1 and path[0].strip():
+        spec = path[0].strip()
+        if spec in BUILT_IN and spec != "other":
+            st.session_state["model_choice"] = spec
+            return
+        st.session_state["model_choice"] = "other"
+        if spec != st.session_state.get("model_other", "").strip():  # the model already chosen needs no confirming
+            st.session_state["model_other"] = spec
+            st.session_state[UNCONFIRMED] = spec
+    elif len(model) == 1 and model[0] in BUILT_IN and model[0] != "other":
+        st.session_state["model_choice"] = model[0]
+
+
+def current(page: str) -> dict[str, list[str]]:
+    """The parameters this run stands for: the model, and this page's settings as they are now."""
+    params: dict[str, list[str]] = {}
+    choice_now = st.session_state.get("model_choice")
+    if choice_now in BUILT_IN:
+        params[MODEL] = [choice_now]
+        other = str(st.session_state.get("model_other") or "").strip()
+        if choice_now == "other" and other:
+            params[PATH] = [other]
+    for field in FIELDS:
+        if field.page == page and field.key in st.session_state:
+            params[field.key] = as_strings(st.session_state[field.key])
+    return params
+
+
+def as_strings(value: Any) -> list[str]:
+    """A widget value as URL strings: a list repeats, a float loses trailing zeros."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return [f"{v:g}" if isinstance(v, float) else str(v) for v in values]
+
+
+def save(page: str) -> None:
+    """After the page: the URL says what this run stands for (only parameters that changed are sent)."""
+    params = {key: values for key, values in current(page).items() if values}  # an empty list: no parameter
+    for key, values in params.items():
+        if url_values(key) != values:
+            st.query_params[key] = values if len(values) > 1 else values[0]
+    for key in {MODEL, PATH, *(f.key for f in FIELDS)} - set(params):
+        if key in st.query_params:
+            del st.query_params[key]
+    st.session_state[WRITTEN] = params
