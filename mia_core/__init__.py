@@ -4,20 +4,67 @@ Data flow: `load_model` → `LanguageModel.token_stats` (one forward pass per te
 methods in `METHODS` (`score`, `score_texts`) → `metrics`. No Streamlit anywhere in this package.
 The folders follow that flow: model/ → methods/ → scoring → metrics, evaluation → audit/, runs/;
 docs/architecture.md draws it.
+
+Importing the package is light (no torch, no transformers), so `mia --help` answers at once: the
+public names below are imported on first use (PEP 562 module `__getattr__`), `from mia_core import X`
+and `mia_core.X` work as before.
 """
-from . import blind, dataset_inference, metrics, reference, runs  # runs: registers the Ray backend with scoring
-from .inputs import datasets
-from .methods import METHODS, Score, get_method
-from .methods.dc_pdd.frequency import FrequencyTable, build_frequency_table, load_frequency_table
-from .model.language_model import LanguageModel
-from .model.loading import ModelLoadError, load_model
-from .model.policy import StatsPolicy
-from .model.token_stats import TokenStats
-from .scoring import score, score_texts
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
 from .version import __version__
+
+#: Public name → the module that defines it (a module's own name: the module itself).
+EXPORTS = {
+    "FrequencyTable": "mia_core.methods.dc_pdd.frequency",
+    "build_frequency_table": "mia_core.methods.dc_pdd.frequency",
+    "load_frequency_table": "mia_core.methods.dc_pdd.frequency",
+    "LanguageModel": "mia_core.model.language_model",
+    "METHODS": "mia_core.methods",
+    "Score": "mia_core.methods",
+    "get_method": "mia_core.methods",
+    "ModelLoadError": "mia_core.model.loading",
+    "load_model": "mia_core.model.loading",
+    "StatsPolicy": "mia_core.model.policy",
+    "TokenStats": "mia_core.model.token_stats",
+    "score": "mia_core.scoring",
+    "score_texts": "mia_core.scoring",
+    "blind": "mia_core.blind",
+    "dataset_inference": "mia_core.dataset_inference",
+    "datasets": "mia_core.inputs.datasets",
+    "metrics": "mia_core.metrics",
+    "reference": "mia_core.reference",
+    "runs": "mia_core.runs",
+}
+
+#: Loaded along with a module: scoring's "ray" backend is registered by `runs` (runs imports scoring, never back).
+COMPANIONS = {"mia_core.scoring": "mia_core.runs"}
 
 __all__ = [
     "FrequencyTable", "LanguageModel", "METHODS", "ModelLoadError", "Score", "StatsPolicy", "TokenStats",
     "__version__", "blind", "build_frequency_table", "dataset_inference", "datasets", "get_method",
     "load_frequency_table", "load_model", "metrics", "reference", "runs", "score", "score_texts",
 ]
+
+
+def __getattr__(name: str):
+    """Import a public name's module on first use and keep the name here (PEP 562); `mia_core.audit` and the
+    other subpackages load on first use too, as they did when this package imported everything."""
+    module_name = EXPORTS.get(name)
+    if module_name is None and not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+        module_name = f"{__name__}.{name}"
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    if module_name in COMPANIONS:
+        importlib.import_module(COMPANIONS[module_name])
+    value = module if module_name.rsplit(".", 1)[-1] == name else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names, loaded or not (for completion and `dir(mia_core)`)."""
+    return sorted({*globals(), *EXPORTS})

@@ -1,23 +1,48 @@
-"""The `mia` Typer app and its console entry point: user errors become one line `error: …` and exit code 2.
+"""The `mia` command group and its console entry point: user errors become one line `error: …` and exit code 2.
 
-Set MIA_DEBUG=1 to see the traceback instead.
+The commands are listed here, each with its module and one-line help, and imported only when run
+(`lazy.LazyGroup`): `mia --help` loads no model library. Set MIA_DEBUG=1 to see a traceback instead.
 """
 from __future__ import annotations
 
 import os
 import sys
+import warnings
 
-import click
 import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="MIA Lens: was this text in a model's training data?")
-freq_app = typer.Typer(no_args_is_help=True, help="Token-frequency tables (for DC-PDD).")
-app.add_typer(freq_app, name="freq")
-demo_app = typer.Typer(no_args_is_help=True, help="The known-membership demo (demo-known, demo-wiki, demo-books).")
-app.add_typer(demo_app, name="demo")
-gds_app = typer.Typer(no_args_is_help=True, help="GDS (gradient deviation scores): a supervised method that "
-                      "learns from labelled members and non-members.")
-app.add_typer(gds_app, name="gds")
+from .lazy import LazyCommand, LazyGroup
+from .quiet import quiet_libraries
+
+#: Every command, in the order of `mia --help`: its module (with a Typer app `commands`) and one-line help.
+COMMANDS = {
+    "score": LazyCommand("mia_core.cli.score", "Score texts with membership-inference methods (higher = more likely "
+                         "a member)."),
+    "eval": LazyCommand("mia_core.cli.score", "Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and "
+                        "the blind baseline."),
+    "dataset-inference": LazyCommand("mia_core.cli.dataset_inference", "Dataset inference (Maini et al. 2024): many "
+                                     "methods' scores, a linear model and a t-test over shuffles."),
+    "datasets": LazyCommand("mia_core.cli.data", "List the built-in labelled sets (usable as --input of mia eval) and "
+                            "the public hub benchmarks."),
+    "methods": LazyCommand("mia_core.cli.data", "List the available methods and what each needs."),
+    "audit-books": LazyCommand("mia_core.cli.audit", "Audit books: contamination rate, prevalence and a test per book, "
+                               "against calibration books."),
+    "audit-online": LazyCommand("mia_core.cli.online", "Sliding-window (online) detection: a score for every window of "
+                                "W tokens along each text."),
+    "audit-unlearning": LazyCommand("mia_core.cli.unlearning", "Unlearning audit (Min-K% paper §7): chunks scoring "
+                                    "alike under both models are suspects."),
+    "freq": LazyCommand("mia_core.cli.data", "Token-frequency tables (for DC-PDD)."),
+    "demo": LazyCommand("mia_core.cli.data", "The known-membership demo (demo-known, demo-wiki, demo-books)."),
+    "gds": LazyCommand("mia_core.cli.gds", "GDS (gradient deviation scores): a supervised method that learns from "
+                       "labelled members and non-members."),
+    "reference": LazyCommand("mia_core.cli.reference", "Reference sets: known non-members' scores, for p-values "
+                             "(mia score --reference)."),
+    "cache": LazyCommand("mia_core.cli.cache", "The token-statistics cache (holds the token text of every scored "
+                         "text): show it, empty it."),
+}
+
+app = LazyGroup(name="mia", table=COMMANDS, before_run=quiet_libraries, no_args_is_help=True,
+                help="MIA Lens: was this text in a model's training data?")
 
 #: Errors that are the user's input, not a bug: reported in one line with exit code 2.
 USER_ERRORS = (ValueError, KeyError, TypeError, FileNotFoundError, IsADirectoryError, PermissionError)
@@ -35,7 +60,8 @@ def fail(message: str) -> None:
 def main() -> None:
     """Console entry point: run the app, turning user errors into one line and exit code 2."""
     try:
-        app(standalone_mode=False)
+        with warnings.catch_warnings():  # what quiet_libraries sets lasts for this run only (tests run main in-process)
+            app.main(prog_name="mia", standalone_mode=False)
     except (Fail, *USER_ERRORS) as err:
         if os.environ.get("MIA_DEBUG"):
             raise
@@ -44,7 +70,7 @@ def main() -> None:
         sys.exit(2)
     except typer.Abort:
         sys.exit(130)
-    except (click.exceptions.ClickException, typer.TyperException) as err:  # usage errors (typer vendors its click)
+    except typer.TyperException as err:  # usage errors (Typer's own click)
         if not hasattr(err, "show"):
             raise
         err.show()

@@ -14,17 +14,20 @@ from ..limits import is_run_id
 from ..methods import get_method
 from ..runs.ray_driver import WorkerError
 from ..runs.store import ResultsStore
-from .app import app, fail
+from .app import fail
 from .options import (
     BackendOpt, BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, ModelOpt, ParamOpt, PickleOpt, RayActorsOpt,
-    RayAddressOpt, RemoteCodeOpt, backend_options, check_options, parse_params, progress_bar,
+    RayAddressOpt, RemoteCodeOpt, backend_options, check_options, parse_params,
 )
+from .progress import progress_bar
+
+commands = typer.Typer()
 
 #: What a book audit can supply to a method (a reference model or a fitted classifier cannot travel in a job).
 AUDIT_NEEDS = {"stats", "lowercase_stats", "freq", "lm"}
 
 
-@app.command("audit-books")
+@commands.command("audit-books")
 def audit_books_cmd(
     model: str = ModelOpt,
     calibration: str = typer.Option(..., "--calibration", help="known member/non-member books: a table with book, text, "
@@ -91,7 +94,8 @@ def audit_books_cmd(
     typer.echo(f"job {run_id}: {total} snippets" + (f", {done} already scored (resuming)" if done else "")
                + f"; store {results.path}", err=True)
     try:
-        run_scoring(results, run_id, lm, progress=progress_bar("snippets"), **where)
+        progress = progress_bar("scoring snippets", "snippets", done=done, total=total)  # a resumed job counts on
+        run_scoring(results, run_id, lm, progress=progress, **where)
     except WorkerError as err:
         fail(f"job {run_id}: {err}")
     result = audit_result(results, run_id, settings)

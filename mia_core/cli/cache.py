@@ -10,11 +10,11 @@ import typer
 
 from ..model.stats_cache import MB, StatsCache
 from ..paths import cache_root
-from .app import app
 
+commands = typer.Typer()
 cache_app = typer.Typer(no_args_is_help=True, help="The token-statistics cache (holds the token text of every "
                         "scored text): show it, empty it.")
-app.add_typer(cache_app, name="cache")
+commands.add_typer(cache_app, name="cache")
 
 
 def stats_cache() -> StatsCache:

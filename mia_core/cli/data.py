@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from tqdm.auto import tqdm
 
 from ..demo.build import build_demo
 from ..demo.train import LoraSettings
@@ -17,8 +15,15 @@ from ..inputs.datasets import list_datasets as builtin_sets
 from ..methods import METHODS
 from ..methods.dc_pdd.frequency import build_frequency_table
 from ..model.loading import load_model
-from .app import app, demo_app, fail, freq_app
+from .app import fail
 from .options import ModelOpt, writable
+from .progress import progress_bar
+
+commands = typer.Typer()
+freq_app = typer.Typer(no_args_is_help=True, help="Token-frequency tables (for DC-PDD).")
+commands.add_typer(freq_app, name="freq")
+demo_app = typer.Typer(no_args_is_help=True, help="The known-membership demo (demo-known, demo-wiki, demo-books).")
+commands.add_typer(demo_app, name="demo")
 
 
 @freq_app.command("build")
@@ -46,7 +51,7 @@ def freq_build(
     typer.echo(f"counted {table.total:,} tokens in {table.n_texts:,} texts → {output}", err=True)
 
 
-@app.command("datasets")
+@commands.command("datasets")
 def list_datasets() -> None:
     """List the built-in labelled sets (usable as --input of mia eval) and the public hub benchmarks."""
     for item in builtin_sets():
@@ -62,23 +67,20 @@ def list_datasets() -> None:
 def demo_build(
     seed: int = typer.Option(0, "--seed", help="seed of the split, the LoRA initialisation and the data order"),
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="default: assets/demo-known (the committed copy)"),
-    epochs: int = typer.Option(4, "--epochs"),
-    lr: float = typer.Option(1e-3, "--lr"),
+    epochs: int = typer.Option(4, "--epochs", help="passes of LoRA training over the member texts"),
+    lr: float = typer.Option(1e-3, "--lr", help="learning rate of the LoRA training"),
 ) -> None:
     """Rebuild the demo-known adapter from scratch: seeded split, LoRA training on members, manifest."""
-    bar = tqdm(desc="training LoRA on member texts", unit="step", file=sys.stderr)
+    steps = progress_bar("training LoRA on member texts", "steps")
 
     def progress(step: int, total: int, loss: float) -> None:
-        bar.total = total
-        bar.n = step
-        bar.set_postfix(loss=f"{loss:.3f}")
+        steps(step, total, note=f"loss {loss:.3f}")
 
     record = build_demo(output_dir, seed=seed, settings=LoraSettings(seed=seed, epochs=epochs, lr=lr), progress=progress)
-    bar.close()
     typer.echo(json.dumps(record, indent=1))
 
 
-@app.command("methods")
+@commands.command("methods")
 def list_methods() -> None:
     """List the available methods and what each needs."""
     for spec in METHODS.values():

@@ -10,11 +10,14 @@ import typer
 from ..dataset_inference import MIN_TEXTS, DiSettings, dataset_inference, feature_table
 from ..inputs import datasets
 from ..inputs.tables import read_texts
-from .app import app, fail
+from .app import fail
 from .options import (
     BosOpt, DeviceOpt, DtypeOpt, LoadOptions, LongTextOpt, ModelOpt, PickleOpt, RefModelOpt, RemoteCodeOpt,
-    TextColumnOpt, check_options, is_named_set, progress_bar, writable,
+    TextColumnOpt, check_options, is_named_set, writable,
 )
+from .progress import progress_bar
+
+commands = typer.Typer()
 
 
 def read_side(path: Path, text_column: str, role: str) -> list[str]:
@@ -27,7 +30,7 @@ def read_side(path: Path, text_column: str, role: str) -> list[str]:
     return texts
 
 
-@app.command("dataset-inference")
+@commands.command("dataset-inference")
 def dataset_inference_cmd(
     model: str = ModelOpt,
     suspect: Path = typer.Option(..., "--suspect", help="the texts suspected of being training data: a file, folder "

@@ -12,12 +12,18 @@ import typer
 from ..evaluation import GdsFit, evaluate_methods
 from ..methods.gds.classifier import fit_texts
 from ..methods.gds.features import GdsSettings
-from .app import fail, gds_app
+from .app import fail
 from .options import (
     DeviceOpt, DtypeOpt, LabelColumnOpt, LoadOptions, ModelOpt, NBootOpt, PickleOpt, RemoteCodeOpt, TextColumnOpt,
-    check_options, labelled_input, progress_bar, writable,
+    check_options, labelled_input, writable,
 )
+from .progress import progress_bar
 from .score import report_eval
+
+commands = typer.Typer()
+gds_app = typer.Typer(no_args_is_help=True, help="GDS (gradient deviation scores): a supervised method that "
+                        "learns from labelled members and non-members.")
+commands.add_typer(gds_app, name="gds")
 
 LabelledOpt = typer.Option(..., "--input", help=".csv/.tsv/.jsonl/.json with a text and a 0/1 label column, "
                            "or a built-in set: demo-wiki, demo-books (see: mia datasets)")
@@ -63,7 +69,7 @@ def gds_fit(
     lm = LoadOptions(device, dtype, allow_pickle, trust_remote_code).load(model)
     clf = fit_texts(lm, data["text"].tolist(), data["label"].to_numpy(), ids=data["id"].tolist(), settings=settings,
                     train_fraction=train_fraction, seed=seed, source=str(input), batch_tokens=batch_tokens,
-                    progress=progress_bar("gradients"))
+                    progress=progress_bar("gradients", "tokens"))
     clf.save(output)
     typer.echo(f"GDS classifier, {clf.describe()}")
     typer.echo(f"wrote {output}/spec.json and {output}/mlp.npz "

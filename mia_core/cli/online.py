@@ -17,17 +17,21 @@ from ..audit.online import OnlineParams, detect_online, join_passages, label_win
 from ..csv_safe import to_csv_safe
 from ..inputs.tables import read_labelled, read_texts
 from ..methods import stats_only_methods
-from .app import app, fail
+from .app import fail
 from .options import (
     BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, ModelOpt, PickleOpt, RemoteCodeOpt, TextColumnOpt, check_options,
-    progress_bar, writable,
+    writable,
 )
+from .progress import progress_bar
+
+commands = typer.Typer()
 
 
-@app.command("audit-online")
+@commands.command("audit-online")
 def audit_online_cmd(
     model: str = ModelOpt,
-    input: Path = typer.Option(..., "--input", help=".txt/.md (one text), folder of .txt, .csv/.tsv/.jsonl/.json"),
+    input: Path = typer.Option(..., "--input", help=".txt/.md/.pdf/.epub (one text), a folder of them, "
+                               ".csv/.tsv/.jsonl/.json"),
     output: Path = typer.Option(..., "--output", help="CSV, one row per window"),
     window: int = typer.Option(32, "--window", help="scored tokens per window (the paper: 32)"),
     stride: Optional[int] = typer.Option(None, "--stride", help="tokens between window starts (default: --window)"),
@@ -57,20 +61,23 @@ def audit_online_cmd(
     writable(output)
     lm = LoadOptions(device, dtype, allow_pickle, trust_remote_code).load(model)
     params = OnlineParams(window=window, stride=stride, method=method, k=k, bos=bos)
-    progress = progress_bar("scoring")
     if label_column:
         text, spans = join_passages(data["text"].tolist(), data["label"].tolist())
-        stats, table = detect_online(lm, text, params, progress=progress)
+        stats, table = detect_online(lm, text, params, progress=progress_bar("scoring"))
         table.insert(1, "label", label_windows(stats, table, spans))
         table.insert(0, "id", "joined")
         typer.echo(f"window AUROC ({method}, {window} tokens, {len(table)} windows): "
                    f"{window_auroc(table, table['label']):.4f}")
     else:
         tables = []
-        for source, text in zip(data["id"], data["text"]):
-            _, frame = detect_online(lm, text, params, progress=progress)
+        several = len(data) > 1  # one pass per text: count the texts; one long text: its tokens
+        progress = progress_bar("scoring", "texts" if several else "tokens")
+        for done, (source, text) in enumerate(zip(data["id"], data["text"]), 1):
+            _, frame = detect_online(lm, text, params, progress=None if several else progress)
             frame.insert(0, "id", source)
             tables.append(frame)
+            if several:
+                progress(done, len(data))
         table = pd.concat(tables, ignore_index=True)
     to_csv_safe(table, output)
     typer.echo(f"wrote {len(table)} windows to {output}", err=True)

@@ -1,14 +1,12 @@
-"""What the `mia` commands share: option types, `LoadOptions`, input and option checks, progress bars."""
+"""What the `mia` commands share: option types, `LoadOptions`, input and option checks."""
 from __future__ import annotations
 
 import dataclasses
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import typer
-from tqdm.auto import tqdm
 
 from ..inputs import datasets
 from ..inputs.tables import read_labelled, read_texts
@@ -29,15 +27,16 @@ MethodsOpt = typer.Option(DEFAULT_METHODS, "--methods", help="comma-separated me
 KOpt = typer.Option(0.2, "--k", help="fraction of tokens for min_k / min_k_pp")
 MethodsKOpt = typer.Option(None, "--k", help="fraction of tokens for every chosen method with a k (default: each "
                            "method's own: 0.2 for min_k, min_k_pp, gap_k; 0.4 for surp)")
-TextColumnOpt = typer.Option("text", "--text-column")
+TextColumnOpt = typer.Option("text", "--text-column", help="column holding the text in a .csv/.tsv/.jsonl/.json input")
 LabelColumnOpt = typer.Option("label", "--label-column", help="1 = member, 0 = non-member")
 BosOpt = typer.Option("auto", "--bos", help="auto: prepend the document-boundary token; none: reference-code behaviour")
 LongTextOpt = typer.Option("sliding", "--long-text", help="sliding or truncate, for texts longer than the context")
 RefModelOpt = typer.Option(None, "--ref-model", help="reference model for method ref")
 FreqOpt = typer.Option(None, "--freq", help="frequency table for method dc_pdd")
 AOpt = typer.Option(0.01, "--a", help="DC-PDD cap on each token's score")
-DeviceOpt = typer.Option("auto", "--device")
-DtypeOpt = typer.Option("auto", "--dtype")
+DeviceOpt = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
+DtypeOpt = typer.Option("auto", "--dtype", help="auto (bfloat16 on GPUs that support it, else float16; float32 on CPU "
+                         "and MPS), float32, bfloat16, float16 or float64")
 PickleOpt = typer.Option(False, "--allow-pickle", help="allow pickle (.bin) weights: only for trusted sources")
 RemoteCodeOpt = typer.Option(False, "--trust-remote-code", help="run the model repository's own code")
 ParamOpt = typer.Option(None, "--param", help="a method parameter NAME=VALUE, repeatable (e.g. --param m=5)")
@@ -148,19 +147,6 @@ def writable(path: Path) -> Path:
     if not path.parent.exists():
         fail(f"output folder does not exist: {path.parent}")
     return path
-
-
-def progress_bar(label: str):
-    """A tqdm bar on stderr driven by the core's progress(done, total) callback."""
-    bar = tqdm(desc=label, unit="tok", file=sys.stderr, disable=None, leave=False)
-
-    def update(done: int, total: int | None) -> None:
-        if total is not None and bar.total != total:
-            bar.total = total
-        bar.n = done
-        bar.refresh()
-
-    return update
 
 
 def is_named_set(path: Path) -> bool:

@@ -14,17 +14,19 @@ from ..reference import (
     DEMO_REFERENCE, ReferenceSet, build_reference, check_model, compare, demo_reference, is_reference_folder,
     load_reference, save_reference, setting_conflicts,
 )
-from .app import app, fail
+from .app import fail
 from .options import (
     BosOpt, DeviceOpt, DtypeOpt, LoadOptions, LongTextOpt, MethodsKOpt, MethodsOpt, ModelOpt, ParamOpt, PickleOpt,
-    RemoteCodeOpt, TextColumnOpt, check_options, is_named_set, method_names, parse_params, progress_bar,
+    RemoteCodeOpt, TextColumnOpt, check_options, is_named_set, method_names, parse_params,
 )
+from .progress import progress_bar
 from ..inputs import datasets
 from ..inputs.tables import read_texts
 
+commands = typer.Typer()
 reference_app = typer.Typer(no_args_is_help=True, help="Reference sets: known non-members' scores, for p-values "
                             "(mia score --reference).")
-app.add_typer(reference_app, name="reference")
+commands.add_typer(reference_app, name="reference")
 
 #: What a method may need to be kept in a reference set: its score depends on the text and the model(s) alone.
 REFERENCE_NEEDS = {"stats", "lm", "lowercase_stats"}
@@ -43,7 +45,7 @@ def check_reference_methods(names: list[str]) -> None:
 def build(
     model: str = ModelOpt,
     input: Path = typer.Option(..., "--input", help="known non-member texts of the same kind as the texts you will "
-                               "test (.csv/.tsv/.jsonl/.json, a folder of .txt, or a built-in set)"),
+                               "test (.csv/.tsv/.jsonl/.json, a folder of .txt/.md/.pdf/.epub, or a built-in set)"),
     output: Path = typer.Option(..., "--output", help="folder to write (reference.json + scores.csv)"),
     methods: str = MethodsOpt,
     k: Optional[float] = MethodsKOpt,

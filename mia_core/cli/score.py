@@ -16,14 +16,17 @@ from ..methods.gds.features import GdsSettings
 from ..model.language_model import LanguageModel
 from ..runs.ray_driver import WorkerError
 from ..scoring import score_table
-from .app import app, fail
+from .app import fail
 from .reference import add_p_values, is_reference_set, reference_for, resolve_settings
 from .options import (
     AOpt, BackendOpt, BosOpt, DeviceOpt, DtypeOpt, FreqOpt, LabelColumnOpt, LoadOptions, LongTextOpt, MethodsKOpt,
     MethodsOpt, ModelOpt, NBootOpt, ParamOpt, PickleOpt, RayActorsOpt, RayAddressOpt, ReferenceOpt, RefModelOpt, RemoteCodeOpt,
     ScoreReferenceOpt, ShotsMembersOpt, ShotsNonmembersOpt, TextColumnOpt, backend_options, check_options, helper_texts, is_named_set,
-    labelled_input, method_names, parse_params, progress_bar, writable,
+    labelled_input, method_names, parse_params, writable,
 )
+from .progress import progress_bar
+
+commands = typer.Typer()
 
 DEMO_SET_NOTES = {
     name: f"{name} is a seeded random member/non-member split of one source, so the blind baseline should "
@@ -47,11 +50,11 @@ def method_inputs(methods: list[str], *, ref_model: str | None, freq: Path | Non
     return inputs
 
 
-@app.command()
+@commands.command("score")
 def score(
     model: str = ModelOpt,
-    input: Path = typer.Option(..., "--input", help=".txt/.md (one text), folder of .txt, .csv/.tsv/.jsonl/.json, "
-                               "or a built-in set (see: mia datasets)"),
+    input: Path = typer.Option(..., "--input", help=".txt/.md/.pdf/.epub (one document = one text), a folder of them, "
+                               ".csv/.tsv/.jsonl/.json, or a built-in set (see: mia datasets)"),
     output: Path = typer.Option(..., "--output", help="CSV of scores, one row per text"),
     methods: str = MethodsOpt,
     k: Optional[float] = MethodsKOpt,
@@ -102,7 +105,7 @@ def score(
     typer.echo(f"wrote {len(df)} rows × {len(names)} methods to {output}", err=True)
 
 
-@app.command("eval")
+@commands.command("eval")
 def evaluate_cmd(
     model: str = ModelOpt,
     input: Path = typer.Option(..., "--input", help=".csv/.tsv/.jsonl/.json with a text and a 0/1 label column, "

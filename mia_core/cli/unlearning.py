@@ -13,11 +13,14 @@ from ..audit.unlearning import UnlearningParams, audit_unlearning
 from ..csv_safe import to_csv_safe
 from ..inputs.tables import read_texts
 from ..methods import get_method, stats_only_methods
-from .app import app, fail
+from .app import fail
 from .options import (
     BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, PickleOpt, RemoteCodeOpt, TextColumnOpt, check_options,
-    progress_bar, writable,
+    writable,
 )
+from .progress import progress_bar
+
+commands = typer.Typer()
 
 #: Suspects listed on the terminal (the CSV has them all).
 SHOWN = 10
@@ -34,11 +37,12 @@ def check_audit_options(*, method: str, chunk_words: int, band: float) -> None:
         fail(f"--band must be greater than 1 (got {band})")
 
 
-@app.command("audit-unlearning")
+@commands.command("audit-unlearning")
 def audit_unlearning_cmd(
     original: str = typer.Option(..., "--original", help="the model before unlearning: 'demo', a folder or a hub id"),
     unlearned: str = typer.Option(..., "--unlearned", help="the model after unlearning"),
-    input: Path = typer.Option(..., "--input", help=".txt/.md (one text), folder of .txt, .csv/.tsv/.jsonl/.json"),
+    input: Path = typer.Option(..., "--input", help=".txt/.md/.pdf/.epub (one text), a folder of them, "
+                               ".csv/.tsv/.jsonl/.json"),
     output: Path = typer.Option(..., "--output", help="CSV, one row per chunk, suspects first"),
     chunk_words: int = typer.Option(512, "--chunk-words", help="words per chunk (the paper: 512)"),
     method: str = typer.Option("min_k", "--method", help="a method that needs only the statistics (see: mia methods)"),
@@ -60,7 +64,7 @@ def audit_unlearning_cmd(
     models = load.load(original), load.load(unlearned)
     params = UnlearningParams(chunk_words=chunk_words, method=method, k=k, band=band, bos=bos)
     table = audit_unlearning(*models, data["text"].tolist(), sources=data["id"].tolist(), params=params,
-                             progress=progress_bar("scoring chunks under both models"))
+                             progress=progress_bar("scoring chunks under both models", None))
     to_csv_safe(table, output)
     suspects = table[table["suspect"]]
     typer.echo(f"{len(suspects)} of {len(table)} chunks are suspects: {method} ratio in "

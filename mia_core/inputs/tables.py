@@ -1,8 +1,9 @@
 """Read the user's input files for `mia score` / `mia eval`, rejecting bad input with one clear line.
 
-Accepted: `.txt`/`.md` (the whole file is one text), a directory of `.txt`/`.md` files (one text
-per file, sorted by name), `.csv`, `.tsv`, `.jsonl` (one object per line) and `.json` (a list of
-objects or strings, an object of columns, or an object of records). Every problem raises
+Accepted: `.txt`/`.md`/`.pdf`/`.epub` (the whole document is one text, extracted as the dashboard
+does, `documents.document_text`), a directory of such files (one text per file, sorted by name),
+`.csv`, `.tsv`, `.jsonl` (one object per line) and `.json` (a list of objects or strings, an
+object of columns, or an object of records). Every problem raises
 `InputError` whose single-line message names the file; row numbers in messages count from 1.
 """
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .limits import MAX_INPUT_BYTES
+from .documents import DocumentError, document_text
+from .limits import MAX_BOOK_BYTES, MAX_INPUT_BYTES
 
 TEXT_SUFFIXES = (".txt", ".md")
+DOCUMENT_SUFFIXES = (".pdf", ".epub")
 TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json")
-SUPPORTED = TEXT_SUFFIXES + TABLE_SUFFIXES
+SUPPORTED = TEXT_SUFFIXES + DOCUMENT_SUFFIXES + TABLE_SUFFIXES
 BINARY_SIGNATURES = (b"%PDF", b"\x89PNG", b"PK\x03\x04", b"\x1f\x8b", b"GIF8", b"\xff\xd8\xff",
                      b"\xd0\xcf\x11\xe0", b"BZh", b"7z\xbc\xaf", b"\x7fELF", b"\xfd7zXZ")
 
@@ -66,15 +69,28 @@ def _read_text_file(path: Path, max_bytes: int | None = None) -> str:
     return text
 
 
+def _read_document(path: Path) -> str:
+    """A .txt/.md file's text, or a .pdf/.epub document's text (one book's bounds), as an InputError when unusable."""
+    if path.suffix.lower() in TEXT_SUFFIXES:
+        return _read_text_file(path)
+    size = path.stat().st_size
+    if size > MAX_BOOK_BYTES:
+        raise InputError(f"{path} is {size / 1e6:.1f} MB, over the {MAX_BOOK_BYTES / 1e6:.0f} MB limit for a document")
+    try:
+        return document_text(str(path), path.read_bytes(), max_bytes=MAX_BOOK_BYTES)
+    except DocumentError as err:
+        raise InputError(str(err)) from None
+
+
 def _read_dir(path: Path) -> pd.DataFrame:
-    """One text per .txt/.md file directly inside `path`, sorted by name, id = file name."""
-    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+    """One text per .txt/.md/.pdf/.epub file directly inside `path`, sorted by name, id = file name."""
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES + DOCUMENT_SUFFIXES)
     if not files:
-        raise InputError(f"{path} is a directory with no .txt or .md files")
+        raise InputError(f"{path} is a directory with no .txt, .md, .pdf or .epub files")
     total = sum(p.stat().st_size for p in files)
     if total > MAX_INPUT_BYTES:
-        raise InputError(f"{path} holds {total / 1e6:.1f} MB of text, over the {MAX_INPUT_BYTES / 1e6:.0f} MB limit")
-    return pd.DataFrame({"id": [p.name for p in files], "text": [_read_text_file(p) for p in files]})
+        raise InputError(f"{path} holds {total / 1e6:.1f} MB of documents, over the {MAX_INPUT_BYTES / 1e6:.0f} MB limit")
+    return pd.DataFrame({"id": [p.name for p in files], "text": [_read_document(p) for p in files]})
 
 
 def _read_csv(path: Path, content: str, sep: str, str_columns: tuple[str, ...]) -> pd.DataFrame:
@@ -150,9 +166,9 @@ def _load(path: Path, text_column: str) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED:
         raise InputError(f"{path}: unsupported file type '{suffix or '(none)'}' "
-                         f"(supported: {', '.join(SUPPORTED)}, or a directory of .txt/.md files)")
-    if suffix in TEXT_SUFFIXES:
-        return pd.DataFrame({"id": [path.name], "text": [_read_text_file(path)]})
+                         f"(supported: {', '.join(SUPPORTED)}, or a directory of .txt/.md/.pdf/.epub files)")
+    if suffix in TEXT_SUFFIXES + DOCUMENT_SUFFIXES:
+        return pd.DataFrame({"id": [path.name], "text": [_read_document(path)]})
     return read_table(path, text_column=text_column)
 
 
@@ -184,7 +200,7 @@ def read_texts(path: str | Path, *, text_column: str = "text") -> pd.DataFrame:
     df = _load(path, text_column)
     if len(df) == 0:
         raise InputError(f"{path} has no rows")
-    source = text_column if path.is_file() and path.suffix.lower() not in TEXT_SUFFIXES else "text"
+    source = text_column if path.is_file() and path.suffix.lower() in TABLE_SUFFIXES else "text"
     if source not in df.columns:
         cols = [repr(str(c)) for c in df.columns]
         raise InputError(f"{path} has no text column '{text_column}' (columns: {_shown(cols, 20)}); "

@@ -1,0 +1,145 @@
+"""The `mia` command line starts light: `mia --help` imports no model library, every command still answers
+`--help` with the same options as before the lazy group, flags read as flags, every option says what it does."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from typer import _click
+from typer.core import TyperGroup, TyperOption
+
+import mia_core
+from mia_core.cli import app
+from mia_core.cli.app import COMMANDS
+from mia_core.cli.lazy import module_group
+
+from tests.support.cli_runner import run_cli
+
+#: Every command and its parameters before the command line became lazy (commit 63ea285), in order.
+BEFORE = {
+    "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --a --param "
+             "--shots-nonmembers --shots-members --reference --device --dtype --allow-pickle --trust-remote-code "
+             "--backend --ray-address --ray-actors",
+    "eval": "--model --input --output --methods --label-column --text-column --k --bos --long-text --ref-model --freq "
+            "--a --n-boot --seed --per-class --fit-gds --gds-seed --gds-max-tokens --scores-output --param "
+            "--shots-nonmembers --shots-members --reference --n-shots --reference-fraction --helper-seed --device "
+            "--dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
+    "dataset-inference": "--model --suspect --validation --output --text-column --shuffles --seed --alpha --max-train "
+                         "--epochs --lowercase/--no-lowercase --ref-model --bos --long-text --device --dtype "
+                         "--allow-pickle --trust-remote-code",
+    "datasets": "",
+    "methods": "",
+    "audit-books": "--model --calibration --books --output-dir --method --k --param --snippet-words "
+                   "--max-snippets-per-book --rule --target-fpr --bos --seed --n-boot --store --job-id --batch-snippets "
+                   "--device --dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
+    "audit-online": "--model --input --output --window --stride --method --k --label-column --text-column --bos "
+                    "--device --dtype --allow-pickle --trust-remote-code",
+    "audit-unlearning": "--original --unlearned --input --output --chunk-words --method --k --band --text-column --bos "
+                        "--device --dtype --allow-pickle --trust-remote-code",
+    "freq build": "--model --output --corpus MORE --text-field",
+    "demo build": "--seed --output-dir --epochs --lr",
+    "gds fit": "--model --input --output --train-fraction --seed --label-column --text-column --max-tokens "
+               "--batch-tokens --device --dtype --allow-pickle --trust-remote-code",
+    "gds eval": "--model --input --output --train-fraction --seed --label-column --text-column --max-tokens "
+                "--batch-tokens --n-boot --scores-output --device --dtype --allow-pickle --trust-remote-code",
+    "reference build": "--model --input --output --methods --k --text-column --bos --long-text --param --device "
+                       "--dtype --allow-pickle --trust-remote-code",
+    "reference show": "FOLDER",
+    "cache info": "",
+    "cache clear": "",
+}
+FLAGS = {"--allow-pickle", "--trust-remote-code", "--lowercase/--no-lowercase"}
+
+HELP_THEN_MODULES = """
+import contextlib, io, sys
+sys.argv = ["mia", "--help"]
+from mia_core.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    try:
+        main()
+    except SystemExit:
+        pass
+print(" ".join(m for m in ("torch", "transformers", "pandas", "mia_core.model", "mia_core.cli.score") if m in sys.modules))
+print(out.getvalue())
+"""
+
+
+def commands() -> dict[str, _click.Command]:
+    """Every leaf command under `mia`, by its path ("gds fit"), importing every command module."""
+    found: dict[str, _click.Command] = {}
+
+    def walk(command: _click.Command, path: list[str]) -> None:
+        if isinstance(command, TyperGroup):
+            ctx = _click.Context(command)
+            for name in command.list_commands(ctx):
+                walk(command.get_command(ctx, name), [*path, name])
+        else:
+            found[" ".join(path)] = command
+
+    walk(app, [])
+    return found
+
+
+def param_name(param: _click.Parameter) -> str:
+    """`--lowercase/--no-lowercase` for an option, `FOLDER` for an argument."""
+    return "/".join(param.opts + param.secondary_opts) if isinstance(param, TyperOption) else param.name.upper()
+
+
+def test_help_imports_no_model_library_and_lists_every_command():
+    done = subprocess.run([sys.executable, "-c", HELP_THEN_MODULES], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    loaded, _, shown = done.stdout.partition("\n")
+    assert loaded == ""  # none of torch, transformers, pandas, the model code or a command module
+    listed = [line.split()[1] for line in shown.splitlines() if line.startswith("│ ") and line.split()[1] in COMMANDS]
+    assert listed == list(COMMANDS)
+    assert "<bool>" not in shown
+
+
+def test_import_mia_core_is_light_and_its_names_load_on_use():
+    code = ("import sys, mia_core; light = 'torch' not in sys.modules; "
+            "from mia_core import METHODS, score_texts, datasets; "
+            "from mia_core.scoring import STATS_BACKENDS; "
+            "print(light, 'min_k_pp' in METHODS, callable(score_texts), datasets.__name__, sorted(STATS_BACKENDS))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["True", "True", "True", "mia_core.inputs.datasets", "['local',", "'ray']"], done.stderr
+    assert set(mia_core.__all__) == set(mia_core.EXPORTS) | {"__version__"}
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        mia_core.nope
+
+
+def test_every_command_keeps_its_options():
+    found = commands()
+    assert list(found) == list(BEFORE)
+    for path, command in found.items():
+        assert " ".join(map(param_name, command.params)) == BEFORE[path], path
+
+
+def test_every_option_says_what_it_does():
+    missing = [f"{path} {param_name(p)}" for path, command in commands().items() for p in command.params
+               if not (getattr(p, "help", None) or "").strip()]
+    assert missing == []
+
+
+def test_the_listing_matches_each_commands_own_help():
+    ctx = _click.Context(app)
+    for name, entry in COMMANDS.items():
+        command = module_group(entry.module).get_command(ctx, name)
+        assert " ".join(command.help.split("\n\n")[0].split()) == entry.help, name
+
+
+@pytest.mark.parametrize("path", list(BEFORE))
+def test_every_command_answers_help_with_flags_as_flags(path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # rich wraps help to the terminal width; keep each option on one line
+    code, out, err = run_cli(*path.split(), "--help")
+    assert code == 0, err
+    assert "<bool>" not in out
+    for name in BEFORE[path].split():
+        if name.startswith("--"):
+            assert all(part in out for part in name.split("/")), (path, name)
+    flags = [name for name in BEFORE[path].split() if name in FLAGS]
+    for flag in flags:  # a flag's row has no type column: the next thing after it is its help text
+        row = next(line for line in out.splitlines() if flag.split("/")[0] + " " in line)
+        assert "<" not in row, row
