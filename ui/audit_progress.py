@@ -1,10 +1,25 @@
-"""Book-audit runs on the page: the shared results store, the runs in it, and a running job's live progress."""
+"""Book-audit runs on the page: the shared results store, the runs in it, a running job's live progress, and an
+estimate of a run's time before it starts."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import streamlit as st
 
+from mia_core.audit.jobs import AuditSettings
+from mia_core.audit.sources import DEMO_SETS, Source, read_books, read_calibration
+from mia_core.audit.timing import (
+    ModelSpeed, about, audit_seconds, measure_speed, progress_line, snippet_count, snippet_tokens,
+)
+from mia_core.inputs.tables import InputError
 from mia_core.runs.store import ResultsStore, default_store_path
-from ui.jobs import job_state, public_message, waiting_message
+from ui.jobs import freeze_once, job_state, latest_job, public_message, running_jobs, waiting_message
+from ui.models import LOADED, cached_model
+
+#: Seconds between two reads of a running job's progress from the store (it changes once per committed batch; each
+#: read reruns a fragment, and every rerun costs the scoring thread some CPU: 2 s measured 1.25× the CLI's time).
+POLL_S = 5.0
+RUNS_COLUMNS = ["run_id", "status", "message", "model", "method", "backend", "n_scored", "n_snippets", "updated_at"]
 
 
 @st.cache_resource(show_spinner=False)
@@ -17,23 +32,45 @@ def results_store() -> ResultsStore:
     return store_at(str(default_store_path()))
 
 
+def reattach(stored: set[str]) -> None:
+    """A session with no run chosen (and no `?run=` link) shows this server's latest running, else waiting, job
+    (one of the `stored` run ids)."""
+    if st.session_state.get("audit_run_id") or "run" in st.query_params:
+        return
+    run_id = latest_job()
+    if run_id in stored:
+        st.session_state["audit_run_id"] = run_id
+
+
+def runs_table() -> None:
+    """The store's book-audit runs with their status and counts as they are now (a waiting job of this server says so)."""
+    runs = results_store().runs(kind="book-audit")[RUNS_COLUMNS].copy()
+    for i, run_id in runs["run_id"].items():
+        if waiting_message(job_state(run_id)):
+            runs.at[i, "status"] = "waiting"
+    st.dataframe(runs, hide_index=True, key="audit_runs_table")
+
+
 def runs_ui() -> None:
-    """Earlier runs in the shared store (from this dashboard or the CLI); pick one to reattach."""
+    """Reattach to a running job (`reattach`), then earlier runs in the shared store (from this dashboard or the CLI);
+    pick one to open. The table reads the store again every `POLL_S` while a run is being scored."""
     runs = results_store().runs(kind="book-audit")
     if runs.empty:
         return
+    reattach(set(runs["run_id"]))
+    active = bool((runs["status"] == "running").any()) or latest_job() is not None
     with st.expander(f"Runs in the results store ({len(runs)})", expanded="audit_run_id" not in st.session_state):
-        st.dataframe(runs[["run_id", "status", "message", "model", "method", "backend", "n_scored", "n_snippets", "updated_at"]],
-                     hide_index=True, key="audit_runs_table")
+        st.fragment(runs_table, run_every=POLL_S if active else None)()
         chosen = st.selectbox("Open run", [""] + runs["run_id"].tolist(), key="audit_open")
         if chosen and st.button("Open", key="audit_open_button"):
             st.session_state["audit_run_id"] = chosen
 
 
-@st.fragment(run_every=1.0)
+@st.fragment(run_every=POLL_S)
 def progress_ui(run_id: str) -> None:
-    """Live progress read from the store; reruns the page once every snippet is scored."""
-    scored, planned = results_store().progress(run_id)
+    """Progress read from the store, batch by batch, with an ETA; reruns the page once the run is scored (and, when
+    this server scores it, analysed)."""
+    freeze_once(run_id)  # a page watching a CLI job must not slow it either (see ui.jobs)
     job = job_state(run_id)
     if job is not None and job.error:
         st.error(f"The run stopped: {job.error}. Finished scores are kept; start it again to resume.")
@@ -42,11 +79,69 @@ def progress_ui(run_id: str) -> None:
     if waiting:  # another audit holds the server's scoring slot (MAX_BACKGROUND_JOBS)
         st.info(f"Run {run_id}: {waiting}; it starts by itself when the running audit ends.")
         return
-    st.progress(scored / max(planned, 1), text=f"Run {run_id}: {scored:,} of {planned:,} snippets scored")
-    if scored == planned:
+    progress = results_store().run_progress(run_id)
+    alive = job is not None and job.thread.is_alive()
+    analysing = " · analysing" if alive and progress.scored == progress.planned else ""
+    st.progress(progress.scored / max(progress.planned, 1), text=f"Run {run_id}: {progress_line(progress)}{analysing}")
+    if not alive and progress.scored == progress.planned:
         st.rerun()
-    if (job is None or not job.thread.is_alive()) and results_store().run(run_id)["status"] == "interrupted":
+    if not alive and progress.status == "interrupted":
         st.warning(f"Run {run_id} was interrupted: {public_message(results_store().run(run_id)['message'])}.")
-    elif job is None or not job.thread.is_alive():
+    elif not alive and progress.status == "running":
+        st.caption("Another process (e.g. `mia audit-books`) is scoring this run; its progress is read from the "
+                   "results store.")
+    elif not alive:
         st.caption("No scoring thread of this dashboard is working on this run (it may run from the CLI). "
                    "Start it here with the button below to resume.")
+
+
+@st.cache_resource(show_spinner=False)
+def model_speeds() -> dict[str, ModelSpeed]:
+    """Each model's measured speed on this server (spec → `ModelSpeed`), measured once."""
+    return {}
+
+
+def source_signature(source: Source) -> tuple:
+    """What identifies a source's contents: a demo set's name, else every file's path, size and modification time."""
+    if isinstance(source, str) and source in DEMO_SETS:
+        return (source,)
+    files = []
+    for path in source if isinstance(source, list) else [Path(source)]:
+        files += [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def word_counts(signature: tuple, role: str, _source: Source) -> tuple[int, ...]:
+    """Words per readable book of a source (read once per contents: the demo plays, or this upload)."""
+    books, _ = (read_calibration if role == "calibration" else read_books)(_source)
+    return tuple(len(book.text.split()) for book in books)
+
+
+def cost_estimate_ui(spec: str | None, calibration: Source | None, books: Source | None, settings: AuditSettings) -> None:
+    """One line before Run: snippets × tokens per snippet × this model's measured seconds per token ≈ the run's time.
+
+    The speed is measured once per model on this server (a short pass over a fixed text), never while an audit is
+    scoring; nothing is drawn until the sidebar's model has loaded, or while the inputs cannot be read.
+    """
+    if spec is None or calibration is None or books is None or st.session_state.get(LOADED) != spec:
+        return
+    try:
+        counts = (word_counts(source_signature(calibration), "calibration", calibration)
+                  + word_counts(source_signature(books), "audit", books))
+    except (InputError, ValueError, OSError):  # shown when Run is pressed; no estimate meanwhile
+        return
+    n = snippet_count(counts, settings.snippet_words, settings.max_snippets_per_book)
+    speeds = model_speeds()
+    if spec not in speeds:
+        if running_jobs():
+            st.caption(f"{n:,} snippets; the time estimate comes once the running audit ends (the model's speed is "
+                       "measured when nothing else is scoring).")
+            return
+        with st.spinner(f"Measuring {spec}'s speed on this machine …"):
+            speeds[spec] = measure_speed(cached_model(spec))
+    speed, lm = speeds[spec], cached_model(spec)
+    seconds = audit_seconds(n, settings.snippet_words, speed, lm.max_length)
+    tokens = snippet_tokens(settings.snippet_words, speed, lm.max_length)
+    st.caption(f"Estimate: {n:,} snippets × about {tokens:,} tokens × {speed.seconds_per_token * 1000:.3g} ms per token "
+               f"({spec} on this machine, measured once) ≈ {about(seconds)} of scoring.")

@@ -115,8 +115,9 @@ class LanguageModel:
                 out[i] = stats
                 if cache:
                     self.stats_cache.put(keys[i], stats)
-        elif progress is not None:
-            progress(1, 1)
+        elif progress is not None:  # all cached: done, counted in the same unit (tokens)
+            tokens = max(1, sum(len(s.tokens) for s in out if s is not None))
+            progress(tokens, tokens)
         return out  # type: ignore[return-value]
 
     def _compute(self, texts, bos, long_text, progress, batch_tokens) -> list[TokenStats]:

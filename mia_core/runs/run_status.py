@@ -1,4 +1,4 @@
-"""What a stored run is shown as: its plan compared with a new one, and "running" runs whose process is gone.
+"""What a stored run is shown as: its plan compared with a new one, "running" runs whose process is gone, its progress.
 
 Showing never writes: a run stored as "running" whose scoring process has died is *shown* as
 interrupted (with how to resume it), and the store keeps what it has.
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import socket
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import pandas as pd
 
@@ -17,6 +18,23 @@ from .store_db import now
 #: its pid cannot be checked (another host) or looks alive (a reused pid): 1 h, far above one batch's time.
 STALE_HEARTBEAT_S = 3600.0
 HOST = socket.gethostname()
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """A run's progress as its store records it, batch by batch (timestamps: UTC, no time zone).
+
+    scored_before : snippets already stored when the current scoring session started (a resumed run).
+    started_at : when the current (or last) scoring session started; None if the run was never scored.
+    last_batch_at : when the newest batch was committed; None before the first.
+    """
+
+    status: str
+    scored: int
+    planned: int
+    scored_before: int
+    started_at: datetime | None
+    last_batch_at: datetime | None
 
 
 class PlanMismatch(ValueError):

@@ -21,14 +21,14 @@ import duckdb
 import pandas as pd
 
 from ..paths import cache_root
-from .run_status import HOST, STALE_HEARTBEAT_S, PlanMismatch, pid_alive, plan_difference, shown_status
+from .run_status import HOST, STALE_HEARTBEAT_S, PlanMismatch, RunProgress, pid_alive, plan_difference, shown_status
 from .store_db import (LOCK_WAIT_S, MEMORY_LIMIT, READ_MEMORY_LIMIT, SCHEMA, connect, fetch_frame, now, to_json,
                        transaction)
 from .store_db import insert_missing as _insert_missing  # a module global: a test kills the process inside it
 
 __all__ = ["HOST", "LOCK_WAIT_S", "MEMORY_LIMIT", "POINT_LOOKUPS", "SCORE_COLUMNS", "SNIPPET_COLUMNS",
-           "STALE_HEARTBEAT_S", "PlanMismatch", "ResultsStore", "RunRecord", "default_store_path", "pid_alive",
-           "plan_difference"]
+           "STALE_HEARTBEAT_S", "PlanMismatch", "ResultsStore", "RunProgress", "RunRecord", "default_store_path",
+           "pid_alive", "plan_difference"]
 
 SNIPPET_COLUMNS = ["snippet_id", "book", "role", "label", "position", "n_words", "text"]
 SCORE_COLUMNS = ["snippet_id", "score", "n_tokens", "truncated"]
@@ -142,7 +142,8 @@ class ResultsStore:
                    owner: bool = False) -> None:
         """Record the run's state (created, running, scored, interrupted, failed, done) with a message and backend.
 
-        owner : this process is now scoring the run: record its pid and host and start the heartbeat.
+        owner : this process is now scoring the run: record its pid and host, the session's start (`run_progress`)
+            and start the heartbeat.
         """
         with self._connect() as con, transaction(con):
             con.execute("UPDATE runs SET status = ?, message = ?, updated_at = ? WHERE run_id = ?",
@@ -150,8 +151,9 @@ class ResultsStore:
             if backend is not None:
                 con.execute("UPDATE runs SET backend = ? WHERE run_id = ?", [backend, run_id])
             if owner:
-                con.execute("UPDATE runs SET pid = ?, host = ?, heartbeat = ? WHERE run_id = ?",
-                            [os.getpid(), HOST, now(), run_id])
+                stamp = now()
+                con.execute("UPDATE runs SET pid = ?, host = ?, heartbeat = ?, started_at = ? WHERE run_id = ?",
+                            [os.getpid(), HOST, stamp, stamp, run_id])
 
     # snippets and problems ----------------------------------------------------------------------
     def problems(self, run_id: str) -> pd.DataFrame:
@@ -223,3 +225,21 @@ class ResultsStore:
             planned = con.execute("SELECT count(*) FROM snippets WHERE run_id = ?", [run_id]).fetchone()[0]
             scored = con.execute("SELECT count(*) FROM scores WHERE run_id = ?", [run_id]).fetchone()[0]
         return int(scored), int(planned)
+
+    def run_progress(self, run_id: str) -> RunProgress:
+        """The run's status (as shown, see `runs`), counts and batch timestamps, in one read; KeyError if no such run."""
+        with self._connect() as con:
+            df = con.execute("""SELECT r.status, r.message, r.heartbeat, r.pid, r.host, r.run_id, r.started_at,
+                                       (SELECT count(*) FROM snippets s WHERE s.run_id = r.run_id) AS planned,
+                                       count(c.snippet_id) AS scored,
+                                       count(c.snippet_id) FILTER (WHERE c.computed_at < r.started_at) AS scored_before,
+                                       max(c.computed_at) AS last_batch_at
+                                FROM runs r LEFT JOIN scores c USING (run_id) WHERE r.run_id = ?
+                                GROUP BY ALL""", [run_id]).df()
+        if df.empty:
+            raise KeyError(f"no run {run_id!r} in {self.path}")
+        row = shown_status(df).iloc[0]
+        started = None if pd.isna(row["started_at"]) else row["started_at"].to_pydatetime()
+        last = None if pd.isna(row["last_batch_at"]) else row["last_batch_at"].to_pydatetime()
+        return RunProgress(str(row["status"]), int(row["scored"]), int(row["planned"]), int(row["scored_before"]),
+                           started, last)
