@@ -22,7 +22,7 @@ from mia_core.methods import NEEDS, methods_for
 from mia_core.methods.registry import HELPER_NEEDS
 from ui.bench_data import data_ui
 from ui.bench_runs import compare_ui, keep_run, metrics_json, scores_csv, short_model
-from ui.bench_tables import blind_note, blind_table, column_config, metrics_table, unresolved_note
+from ui.bench_tables import blind_note, blind_table, column_config, metrics_table, shown, unresolved_note
 from ui.charts import bucket_table, distribution_figure, method_label, roc_figure
 from ui.helpers import BenchmarkHelpers, benchmark_helpers_ui, helpers_note
 from ui.jobs import public_message
@@ -147,7 +147,7 @@ def draw(result: dict) -> None:
         st.warning(f"⚠ {warning}")
     log_scale = st.toggle("log-log axes (low false-positive regime)", key="bench_log")
     st.plotly_chart(roc_figure(labels, scores, log_scale=log_scale), key="bench_roc")
-    st.dataframe(metrics_table(report, methods), hide_index=True, key="bench_metrics", column_config=column_config())
+    st.dataframe(shown(metrics_table(report, methods)), hide_index=True, key="bench_metrics", column_config=column_config())
     st.caption("Hover a column header for how to read it. AUROC above blind: the method's AUROC minus the best "
                "model-free attack's on the same texts; near 0 or below, the texts alone explain the labels.")
     if note := unresolved_note(report):

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core.audit.books import VERDICT_SHORT, VERDICTS, equal_rate_notes, verdict_keys
+from mia_core.audit.books import VERDICT_MEANING, VERDICT_SHORT, VERDICTS, equal_rate_notes, verdict_keys
 from mia_core.audit.figures import books_figure, calibration_figure, snippet_scores_figure
 from mia_core.audit.jobs import AuditResult, AuditSettings, audit_result
 from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, snippet_heatmap
@@ -141,7 +141,7 @@ def books_ui(result: AuditResult, run: dict) -> None:
                 f"{md(run['model'])}; a clean book shows about the calibration FPR; verdicts say *consistent with* "
                 "training, never more.")
     truth = truth_ui(run, run_truth(run["run_id"], result))
-    legend = " · ".join(f"**{VERDICT_SHORT[k]}**: {VERDICTS[k]}" for k in dict.fromkeys(keys))
+    legend = " · ".join(f"**{VERDICT_SHORT[k]}**: {VERDICT_MEANING[k]}" for k in dict.fromkeys(keys))
     st.caption(f"Verdicts at a threshold that flags {cal.fpr:.1%} of the calibration's non-member snippets — {legend}. "
                "Rate: Clopper–Pearson interval on the book's effective snippets (correlation along the book removed). "
                "Prevalence: the values an exact binomial test of the book's hits does not reject, over draws of a new "
@@ -184,7 +184,7 @@ def results_ui(run_id: str, analysis: AuditSettings) -> None:
 
 def book_summary(row: pd.Series, key: str) -> str:
     """One book's verdict and numbers in words (its name escaped for Markdown)."""
-    text = (f"**{md(row.name)}**: {VERDICT_SHORT[key]} — {VERDICTS[key]}. Rate {row['rate']:.0%} "
+    text = (f"**{md(row.name)}**: {VERDICTS[key]}. Rate {row['rate']:.0%} "
             f"({row['rate_lo']:.0%}–{row['rate_hi']:.0%}) of {row['n_snippets']} snippets "
             f"({row['n_effective']:.1f} effective)")
     if pd.notna(row["prevalence"]):

@@ -69,9 +69,14 @@ def column_config() -> dict:
     config = {"method": st.column_config.TextColumn("method", help=HELP["method"]),
               "95% CI": st.column_config.TextColumn("95% CI", help=HELP["95% CI"])}
     for column in METRIC_KEYS:
-        config[column] = st.column_config.NumberColumn(column, format="%.3f",
-                                                       help=tpr_help(column) if column in TPR_RATES else HELP[column])
+        config[column] = st.column_config.NumberColumn(column, help=tpr_help(column) if column in TPR_RATES
+                                                       else HELP[column])
     return config
+
+
+def shown(table: pd.DataFrame):
+    """The table as drawn: numbers to three decimals, an unresolvable cell blank (not "None")."""
+    return table.style.format(precision=3, na_rep="")
 
 
 def unresolved_note(report: dict) -> str | None:

@@ -25,6 +25,8 @@ VERDICTS = {
 #: The verdicts in a few words, for table cells, legends and chart traces (VERDICTS says them in full).
 VERDICT_SHORT = {"evidence": "consistent with training", "weak": "undecided (weak)", "none": "no evidence found",
                  "uninformative": "no verdict"}
+#: What each short verdict means, for legends that name the short one first (no "no verdict: no verdict: …").
+VERDICT_MEANING = {k: v.removeprefix(f"{VERDICT_SHORT[k]}: ") for k, v in VERDICTS.items()}
 BOOK_COLUMNS = ["book", "n_snippets", "n_effective", "rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo",
                 "prevalence_hi", "mean_score", "p_value", "p_adj", "verdict", "verdict_fpr"]
 

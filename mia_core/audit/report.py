@@ -21,7 +21,7 @@ from ..methods.registry import MethodSpec
 from ..model.language_model import LanguageModel
 from ..runs.atomic import atomic_outputs
 from ..scoring import score
-from .books import BOOK_COLUMNS, VERDICT_SHORT, VERDICTS, equal_rate_notes, verdict_key, verdict_keys
+from .books import BOOK_COLUMNS, VERDICT_MEANING, VERDICT_SHORT, equal_rate_notes, verdict_key, verdict_keys
 from .calibration import BOOK_RATE_INTERVAL, PREVALENCE_INTERVAL, RATE_INTERVAL
 from .figures import VERDICT_COLOURS, books_figure, calibration_figure
 from .jobs import AuditResult, AuditSettings
@@ -156,7 +156,7 @@ def _calibration_section(result: AuditResult) -> str:
 def _books_section(result: AuditResult) -> str:
     cal = result.calibration
     keys = verdict_keys(result.books, cal)
-    legend = "; ".join(f"<b>{_e(VERDICT_SHORT[k])}</b>: {_e(VERDICTS[k])}" for k in dict.fromkeys(keys))
+    legend = "; ".join(f"<b>{_e(VERDICT_SHORT[k])}</b>: {_e(VERDICT_MEANING[k])}" for k in dict.fromkeys(keys))
     notes = "".join(f"<p class='warn'>{n}</p>" for n in equal_rate_notes(result.books, keys, quote=_e))
     return ("<h2>Books</h2><p class='note'>rate = share of the book's snippets at or above the threshold; prevalence = "
             "(rate − FPR)/(TPR − FPR), clipped to [0, 1], the estimated share of the book seen in training. Rate interval: "

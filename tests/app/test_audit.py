@@ -13,6 +13,7 @@ from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 from mia_core import datasets
+from mia_core.audit.books import VERDICT_SHORT, VERDICTS
 from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import Book, read_books, read_calibration
 from mia_core.palette import LABEL_COLOURS, MEMBER, NEUTRAL, NONMEMBER
@@ -190,7 +191,8 @@ def test_demo_run_shows_verdicts_first_coloured_by_verdict_and_the_ground_truth(
     assert all(any('class="mia-heatmap"' in h.proto.body for h in e.get("html")) for e in snippets)
     first = books["book"].iloc[0]  # the drill-down opens on the first book: its verdict in words, no raw key
     summary = next(c.value for c in at.caption if c.value.startswith(f"**{first.replace('-', chr(92) + '-')}**"))
-    assert f"{books['verdict'].iloc[0]} — " in summary and "adjusted p" in summary
+    full = {short: VERDICTS[key] for key, short in VERDICT_SHORT.items()}[books["verdict"].iloc[0]]
+    assert f"**: {full}. Rate" in summary and "adjusted p" in summary  # the verdict in words, once
     assert not any(c.value.endswith(("· evidence", "· none", "· weak", "· uninformative")) for c in at.caption)
     scores = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
                   if json.loads(c.proto.spec)["layout"].get("xaxis", {}).get("tickformat") == "d")
