@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 #: the 161 tok/s measured on 2 CPU cores for long texts, seconds on a GPU. Longer texts: `mia score`,
 #: `mia audit-online`, `mia audit-unlearning`, or the Book audit (snippets, run in the background).
 MAX_REQUEST_CHARS = 200_000
-#: Tokens drawn in one heatmap: 2,000, ≈ 0.4 MB of HTML at ~200 bytes a token (a 50,000-token text drawn whole
+#: Tokens drawn in one heatmap: 2,000, ≈ 0.55 MB of HTML at ~275 bytes a token (a 50,000-token text drawn whole
 #: was 10.5 MB, a 50 M-character book ~2.5 GB); a longer text is shown a page at a time, coloured on the whole text.
 MAX_HEATMAP_TOKENS = 2_000
 #: Files in one upload set (one uploader of the Book audit or the Unlearning audit): 100 (a zip of books holds

@@ -8,17 +8,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.app import app
-from tests.support.tiny import tiny_llama, tiny_tokenizer
+from tests.support.tiny import save_tiny_model
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """A 2-layer Llama and its tokenizer in a folder (load_model reads it in well under a second)."""
-    folder = tmp_path_factory.mktemp("tiny-model")
-    tok = tiny_tokenizer()
-    tiny_llama(len(tok), seed=0, max_positions=2048).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-model"), max_positions=2048)
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from mia_core.model.language_model import LanguageModel
 from ui.stale import STALE_CSS
 
 from tests.support.app import APP, app
-from tests.support.tiny import tiny_llama, tiny_tokenizer
+from tests.support.tiny import save_tiny_model
 
 pytestmark = pytest.mark.integration  # the page loads the cached demo model
 
@@ -197,11 +197,7 @@ def naive_rgb(value: float, low: float, high: float) -> tuple[int, int, int]:
 @pytest.fixture(scope="module")
 def second_model_dir(tmp_path_factory) -> Path:
     """Another tiny model (other weights, same tokenizer): switching to it must grey the old results."""
-    folder = tmp_path_factory.mktemp("tiny-model-2")
-    tok = tiny_tokenizer()
-    tiny_llama(len(tok), seed=1, max_positions=2048).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-model-2"), seed=1, max_positions=2048)
 
 
 def test_explore_greys_results_after_a_model_or_text_switch(tiny_app, tiny_model_dir, second_model_dir):

@@ -13,17 +13,7 @@ import pytest
 from mia_core import load_frequency_table, load_model, metrics, score_texts
 
 from tests.support.cli_runner import run_cli
-from tests.support.tiny import random_texts, save_tiny_model, tiny_tokenizer
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("tiny-model"))
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
+from tests.support.tiny import random_texts, tiny_tokenizer
 
 
 def test_score_writes_one_row_per_text(model_dir, tmp_path):

@@ -11,20 +11,9 @@ from mia_core import load_model, score_texts
 
 from tests.inputs.test_hostile_files import small_epub, text_pdf
 from tests.support.cli_runner import run_cli
-from tests.support.tiny import save_tiny_model
 
 PDF_TEXT = "the river castle was founded north of the harbour"
 EPUB_TEXT = "a comet over the quiet meadow and the silver orchard"
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("tiny-model"))
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
 
 
 def test_score_reads_a_pdf_an_epub_and_a_folder_of_them(model_dir, tmp_path, monkeypatch):

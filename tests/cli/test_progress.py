@@ -7,12 +7,10 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from mia_core.cli.progress import PlainProgress, clock, progress_bar
 from mia_core.cli.quiet import QUIET_ENVIRONMENT
 
-from tests.support.tiny import random_texts, save_tiny_model
+from tests.support.tiny import random_texts
 
 
 class FakeClock:
@@ -81,11 +79,6 @@ def test_percent_only_scale_and_the_bar_on_a_terminal():
     assert not isinstance(bar, PlainProgress)
     bar(5, 10)
     assert "\r" in terminal.getvalue() and "5/10" in terminal.getvalue()
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
 def test_a_redirected_run_prints_plain_progress_and_no_library_noise(model_dir, tmp_path):

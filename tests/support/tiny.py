@@ -98,9 +98,9 @@ def train_causal_lm(model, tokenizer, texts: list[str], *, steps: int, lr: float
     return model.eval()
 
 
-def save_tiny_model(folder, *, seed: int = 0):
+def save_tiny_model(folder, *, seed: int = 0, max_positions: int = 256):
     """A tiny Llama (300-token tokenizer) saved as a local model folder, as `mia --model FOLDER` reads it."""
     tok = tiny_tokenizer(300)
-    tiny_llama(len(tok), seed=seed).save_pretrained(folder)
+    tiny_llama(len(tok), seed=seed, max_positions=max_positions).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
