@@ -16,18 +16,13 @@ from typing import TextIO
 
 from tqdm.auto import tqdm
 
+from ..audit.timing import clock_text as clock  # m:ss / h:mm:ss, one formatter for the audit page and the CLI
+
 #: Lines per pass when stderr is not a terminal (one each tenth of the work).
 STEPS = 10
 
 #: progress(done, total) as the core calls it; the command's own loops may add note="loss 0.731".
 Progress = Callable[..., None]
-
-
-def clock(seconds: float) -> str:
-    """Seconds as m:ss, or h:mm:ss from an hour on (41 → "0:41", 369 → "6:09", 3723 → "1:02:03")."""
-    minutes, secs = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 class PlainProgress:
