@@ -19,7 +19,7 @@ import mia_core
 from mia_core.evaluation import GdsFit, evaluate_methods, reproduce_command
 from mia_core.inputs.benchmarks import BENCHMARKS
 from mia_core.methods import NEEDS, methods_for
-from mia_core.methods.registry import HELPER_NEEDS
+from mia_core.api import HELPER_NEEDS
 from ui.bench_data import data_ui
 from ui.bench_runs import compare_ui, keep_run, metrics_json, scores_csv, short_model
 from ui.bench_tables import blind_note, blind_table, column_config, metrics_table, shown, unresolved_note
@@ -39,14 +39,14 @@ def gds_ui() -> dict | None:
     """The supervised GDS option: off, or its split settings."""
     spec = mia_core.METHODS["gds"]
     on = st.checkbox(f"Also fit {spec.label}: a supervised method that learns from a labelled split", key="bench_gds",
-                     help=f"{spec.summary} Needs {', '.join(spec.access)}; cost: {spec.cost}.")
+                     help=f"{spec.summary} Needs {', '.join(spec.access_words())}; cost: {spec.cost}.")
     if not on:
         return None
     c1, c2 = st.columns(2)
     fraction = c1.slider("GDS training share (stratified)", 0.1, 0.9, 0.3, 0.05, key="bench_gds_fraction",
                          help="The paper trains on 30% and tests on 70%.")
     seed = c2.number_input("Split seed", 0, 1_000_000, 0, 1, key="bench_gds_seed")
-    st.caption(f"Access: {', '.join(spec.access)}. Cost: {spec.cost} (slower than the other methods). "
+    st.caption(f"Access: {', '.join(spec.access_words())}. Cost: {spec.cost} (slower than the other methods). "
                "With GDS on, every method is evaluated on the held-out texts only.")
     return {"train_fraction": float(fraction), "seed": int(seed)}
 
@@ -57,7 +57,7 @@ def methods_ui() -> tuple[list[str], float | None]:
                              format_func=lambda m: mia_core.METHODS[m].label)
     specs = [mia_core.METHODS[m] for m in methods]
     if specs:
-        st.markdown("\n".join(f"- **{s.label}** — access: {', '.join(s.access)}; cost: {s.cost}" for s in specs))
+        st.markdown("\n".join(f"- **{s.label}** — access: {', '.join(s.access_words())}; cost: {s.cost}" for s in specs))
     if ELSEWHERE:
         st.caption("Not offered here (run them with `mia eval`): " + "; ".join(map(unmet_needs, ELSEWHERE)) + ".")
     own = {m: v for m in methods if (v := own_k(m)) is not None}

@@ -15,7 +15,7 @@ import streamlit as st
 import mia_core
 from mia_core.limits import RequestTooLarge, check_request_chars
 from mia_core.methods import methods_for, stats_only_methods
-from mia_core.methods.registry import HELPER_NEEDS
+from mia_core.api import HELPER_NEEDS
 from mia_core.stamp import ResultStamp, stamp_for
 from ui.explore_text import text_input_ui
 from ui.helpers import explore_helpers_ui, helper_inputs, missing_roles, needs_line, takes_shots

@@ -7,7 +7,7 @@ import streamlit as st
 import mia_core
 from mia_core import datasets
 from mia_core.methods import NEEDS, MethodSpec
-from mia_core.methods.registry import HELPER_NEEDS
+from mia_core.api import HELPER_NEEDS
 
 #: Needs each place can supply, as the pages and commands decide what they offer: Explore and Benchmark run the
 #: target again and take helper texts (GDS once fitted on Benchmark), the audits score chunks with one pass, and

@@ -42,7 +42,7 @@ for spec in METHODS.values():
         st.latex(spec.formula)
         st.write(spec.idea)
         st.markdown("**Needs:** " + "; ".join(NEEDS[need].split(" (`")[0] for need in spec.needs) + ".")
-        st.caption(f"Access to the model: {', '.join(spec.access)} · cost: {spec.cost}")
+        st.caption(f"Access to the model: {', '.join(spec.access_words())} · cost: {spec.cost}")
 
 st.subheader("Try it: is the true token a mode?")
 st.write("Edit the model's next-token probabilities (they are renormalised) and pick the true token. "

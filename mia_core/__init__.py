@@ -28,7 +28,9 @@ EXPORTS = {
     "ModelLoadError": "mia_core.model.loading",
     "load_model": "mia_core.model.loading",
     "StatsPolicy": "mia_core.model.policy",
-    "TokenStats": "mia_core.model.token_stats",
+    "TokenStats": "mia_core.api",
+    "ModelAccess": "mia_core.api",
+    "methods_allowed": "mia_core.methods",
     "score": "mia_core.scoring",
     "score_texts": "mia_core.scoring",
     "blind": "mia_core.blind",
@@ -43,9 +45,9 @@ EXPORTS = {
 COMPANIONS = {"mia_core.scoring": "mia_core.runs"}
 
 __all__ = [
-    "FrequencyTable", "LanguageModel", "METHODS", "ModelLoadError", "Score", "StatsPolicy", "TokenStats",
+    "FrequencyTable", "LanguageModel", "METHODS", "ModelLoadError", "ModelAccess", "Score", "StatsPolicy", "TokenStats",
     "__version__", "blind", "build_frequency_table", "dataset_inference", "datasets", "get_method",
-    "load_frequency_table", "load_model", "metrics", "reference", "runs", "score", "score_texts",
+    "load_frequency_table", "load_model", "methods_allowed", "metrics", "reference", "runs", "score", "score_texts",
 ]
 
 

@@ -25,7 +25,7 @@ from .methods.gds.classifier import GdsClassifier, as_classifier, fit_classifier
 from .methods.gds.features import GdsSettings, Progress, gradient_features
 from .methods.gds.split import check_labels, split_record, stratified_split
 from .methods.helper_texts import HelperSplit, HelperTexts, ReferenceStats, split_helpers
-from .methods.registry import HELPER_NEEDS, get_method
+from .api import HELPER_NEEDS, get_method
 from .model.language_model import LanguageModel
 from .scoring import score_table
 from .version import code_version

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from .limits import MAX_HEATMAP_TOKENS
-from .model.token_stats import TokenStats
+from .api import TokenStats
 from .palette import HIGH_RGB, LOW_RGB, MID_RGB
 
 #: Diverging scale: low scores blue, the centre near white, high scores red (member-like for most methods).

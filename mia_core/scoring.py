@@ -16,11 +16,10 @@ import pandas as pd
 from .methods import Score, get_method
 from .methods.dc_pdd.frequency import FrequencyTable, load_frequency_table
 from .methods.helper_texts import ROLES, ReferenceStats, as_helper_texts, check_disjoint
-from .methods.registry import HELPER_NEEDS
+from .api import HELPER_NEEDS, TokenStats
 from .model.identity import tokenizer_fingerprint
 from .model.language_model import LanguageModel
 from .model.policy import StatsPolicy
-from .model.token_stats import TokenStats
 from .names import check_choice
 
 #: A backend: fn(lm, texts, *, bos, long_text, progress, address, options) -> the texts' `TokenStats`, in order.

@@ -14,8 +14,7 @@ import pandas as pd
 
 from .csv_safe import to_csv_safe
 from .heatmap import TIP_CSS, Scale, legend_html, token_spans
-from .methods.registry import Score
-from .model.token_stats import TokenStats
+from .api import Score, TokenStats
 from .stamp import ResultStamp
 from .version import code_version
 

@@ -107,7 +107,7 @@ def without_package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 def test_the_graph_sees_the_known_dependencies():
     graph, _ = import_graph()
-    assert "mia_core.model.token_stats" in graph["mia_core.methods.registry"]
+    assert "mia_core.api.token_stats" in graph["mia_core.api.score"]
     assert "mia_core.scoring" in graph["mia_core.runs.backends"]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -122,7 +122,8 @@ def test_no_mia_core_import_hidden_inside_a_function():
     assert hidden == []
 
 
-@pytest.mark.parametrize("low, high", [("mia_core.model", "mia_core.methods"), ("mia_core.methods", "mia_core.scoring"),
+@pytest.mark.parametrize("low, high", [("mia_core.api", "mia_core.model"), ("mia_core.api", "mia_core.methods"),
+                                       ("mia_core.api", "mia_core.scoring"), ("mia_core.model", "mia_core.methods"), ("mia_core.methods", "mia_core.scoring"),
                                        ("mia_core.scoring", "mia_core.runs"), ("mia_core.scoring", "mia_core.audit"),
                                        ("mia_core.runs", "mia_core.audit"), ("mia_core.model", "mia_core.inputs")])
 def test_dependencies_point_down(low, high):
@@ -136,3 +137,11 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
     code = "import importlib, sys\nfor n in sys.argv[1:]:\n    importlib.import_module(n)\n"
     done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_contracts_load_without_torch():
+    """`mia_core.api` (TokenStats, Score, the registry, model access) is NumPy only: a served model or a report uses it
+    without loading torch."""
+    code = "import sys, mia_core.api; assert 'torch' not in sys.modules, 'torch'; print('ok')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert done.stdout.strip() == "ok", done.stderr

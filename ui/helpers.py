@@ -18,7 +18,7 @@ import mia_core
 from mia_core import datasets
 from mia_core.inputs.tables import InputError, read_texts
 from mia_core.methods.helper_texts import ROLES, HelperSplit, HelperTexts, ReferenceStats, split_helpers
-from mia_core.methods.registry import HELPER_NEEDS
+from mia_core.api import HELPER_NEEDS
 from mia_core.scoring import reference_stats
 from ui.models import cached_model
 

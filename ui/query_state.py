@@ -17,7 +17,7 @@ import streamlit as st
 
 from mia_core import datasets
 from mia_core.methods import methods_for, stats_only_methods
-from mia_core.methods.registry import HELPER_NEEDS
+from mia_core.api import HELPER_NEEDS
 from ui.models import BUILT_IN, UNCONFIRMED
 
 #: Query parameters of the model: the picker's choice, and the hub id or folder when it is "other".

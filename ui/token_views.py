@@ -5,7 +5,6 @@ heatmaps start level; a long text is shown a page of `MAX_HEATMAP_TOKENS` tokens
 shared by every column, so the columns show the same tokens."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
@@ -22,66 +21,11 @@ from mia_core.token_export import Panel, heatmap_document, token_csv
 from ui.token_scale import scale_for
 
 
-@dataclass(frozen=True)
-class TokenView:
-    """What a method's per-token colours and outlines stand for, in words for the legend."""
-
-    colour: str = "the method's score of each token"
-    outlined: str = "the tokens that enter the sequence score"
-    low: str = "less member-like"
-    """What the low end of the token scores means."""
-    high: str = "more member-like"
-    """What the high end of the token scores means."""
-    member_high: bool = True
-    """Whether high token scores are the member-like ones (drawn red); False for ReCaLL and Con-ReCall."""
-
-
-LOGP = "log p of each token under the model"
-#: Methods whose per-token view needs more words than the default (others: `TokenView()`).
-VIEWS = {
-    "loss": TokenView(LOGP, "every token: the score is their mean log p"),
-    "zlib": TokenView(LOGP, "every token: the score is their mean log p over the text's zlib-compressed size"),
-    "min_k": TokenView(LOGP, "the k% least likely tokens: the score is their mean log p"),
-    "min_k_pp": TokenView("z = (log p − μ) / σ: the true token against the model's expected log p at that position",
-                          "the k% lowest z: the score is their mean"),
-    "surp": TokenView(LOGP, "the surprising tokens: among the k% least likely, yet predicted with entropy below "
-                            "e_max (the model was sure and wrong); the score is their mean log p"),
-    "gap_k": TokenView("how far the true token sits below the model's top guess, in σ (0 = the top guess was right)",
-                       "the chosen windows: the k% stretches of w tokens furthest below the top guess (listed below); "
-                       "the score is their mean gap", low="far below the top guess: less member-like"),
-    "tag_tab": TokenView(LOGP, "the tokens of each sentence's rarest words, its keywords (listed below); the score is "
-                               "their mean log p"),
-    "recall": TokenView("log p after the non-member prefix minus log p without it (0 = the prefix changed nothing)",
-                        "the tokens compared (all, unless the text was cut to fit after the prefix)",
-                        low="the prefix cost this token likelihood, which members show more: member-like",
-                        high="the prefix made this token likelier: less member-like", member_high=False),
-    "con_recall": TokenView("log p after the non-member prefix minus γ · log p after the member prefix",
-                            "the tokens compared (all, unless the text was cut to fit after a prefix)",
-                            low="member-like (the score divides this by the negative log-likelihood)",
-                            high="less member-like", member_high=False),
-    "pac": TokenView(LOGP, "the far region (the likeliest 5%, at the red end) and the local region (the least likely "
-                           "30%, at the blue end), listed below; the score is how much word swaps widen their gap"),
-    "camia": TokenView(LOGP, "the first tokens, which the threshold signals read; the score compares twelve signals "
-                             "with the reference population (table below)"),
-}
-
-
-def view_of(method: str) -> TokenView:
-    """The method's token view; a method without per-token scores says its colours are for orientation only."""
-    spec = mia_core.METHODS[method]
-    if method in VIEWS:
-        return VIEWS[method]
-    if not spec.token_level:
-        return TokenView(f"the per-token output shown with {spec.label}, which scores the text as a whole "
-                         "(for orientation only)", "the tokens it looked at")
-    return TokenView()
-
-
 def make_panel(method: str, score: mia_core.Score, scale_how: str, reference, spec: str, bos: str,
                params: dict) -> Panel:
     """A method's heatmap as it will be shown: its score, colour scale (with where it comes from) and legend words."""
     scale, note = scale_for(method, score.token_scores, scale_how, reference, spec, bos, params)
-    view = view_of(method)
+    view = mia_core.METHODS[method].view
     return Panel(method, mia_core.METHODS[method].label, score, scale, note, view.member_high, view.colour, view.low,
                  view.high, view.outlined)
 

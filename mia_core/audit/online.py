@@ -24,9 +24,9 @@ import pandas as pd
 from .. import metrics
 from ..inputs import datasets
 from ..methods import get_method
-from ..methods.registry import KParams
+from ..api import KParams
 from ..model.language_model import LanguageModel
-from ..model.token_stats import ARRAY_FIELDS, TokenStats
+from ..api.token_stats import ARRAY_FIELDS, TokenStats
 
 WINDOW_COLUMNS = ["window", "token_start", "token_end", "n_tokens", "char_start", "char_end", "text", "score"]
 

@@ -17,7 +17,7 @@ from plotly.offline import get_plotlyjs
 from ..csv_safe import to_csv_safe
 from ..heatmap import heatmap_html
 from ..methods import get_method
-from ..methods.registry import MethodSpec
+from ..api import MethodSpec
 from ..model.language_model import LanguageModel
 from ..runs.atomic import atomic_outputs
 from ..scoring import score

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..methods import get_method
-from ..methods.registry import KParams
+from ..api import KParams
 from ..scoring import score_texts
 from .snippets import word_chunks
 

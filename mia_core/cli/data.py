@@ -87,4 +87,4 @@ def list_methods() -> None:
         params = ", ".join(spec.param_names) or "-"
         typer.echo(f"{spec.name:10s} {spec.label:19s} params: {params}\n"
                    f"           needs: {' + '.join(spec.needs)}\n"
-                   f"           access: {', '.join(spec.access)}; cost: {spec.cost}\n           {spec.summary}")
+                   f"           access: {', '.join(spec.access_words())}; cost: {spec.cost}\n           {spec.summary}")

@@ -12,7 +12,7 @@ from ..inputs import datasets
 from ..inputs.tables import read_labelled, read_texts
 from ..methods import get_method
 from ..methods.helper_texts import ROLES, HelperTexts
-from ..methods.registry import HELPER_NEEDS, check_k
+from ..api import HELPER_NEEDS, check_k
 from ..model.language_model import LanguageModel
 from ..model.loading import load_model
 from ..model.policy import BOS_POLICIES, LONG_TEXT_POLICIES

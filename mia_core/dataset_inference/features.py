@@ -16,9 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..methods import stats_only_methods
-from ..methods.registry import lowest_k
+from ..api import TokenStats, lowest_k
 from ..model.language_model import LanguageModel
-from ..model.token_stats import TokenStats
 from ..scoring import score_texts, text_stats
 
 #: The reference's k grid for its min/max-k features.

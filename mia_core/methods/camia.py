@@ -21,9 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import combine_pvalues, percentileofscore
 
-from ..model.token_stats import TokenStats
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
 from .helper_texts import ReferenceStats
-from .registry import Score, register, require_tokens
 
 CUTOFFS = (None, 200, 300)
 THRESHOLDS = (-1.0, -2.0, -3.0)
@@ -91,9 +90,9 @@ def p_values(values: np.ndarray, population: np.ndarray) -> np.ndarray:
     return out
 
 
-@register("camia", label="CAMIA (single-pass)", params=CamiaParams, needs=("stats", "reference"), centre=None,
-          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
-          access=("target log-probs", "known non-members"),
+@register("camia", access=AccessNeeds(),
+          view=TokenView(LOGP, "the first tokens, which the threshold signals read; the score compares twelve signals with the reference population (table below)", token_range=LOGP_RANGE),
+          label="CAMIA (single-pass)", params=CamiaParams, needs=("stats", "reference"),
           cost="1 forward pass (and one per reference text, once)",
           reading=lambda v: f"across twelve loss-dynamics signals the text sits, on average, above {v:.0%} of "
                             "the known non-members (mean aggregate); members show lower loss that falls faster "

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..model.token_stats import TokenStats
-from .registry import KParams, Score, register, require_tokens
+from ..api import AccessNeeds, KParams, Score, TokenStats, TokenView, register, require_tokens
 
 #: σ is clamped here before dividing (docs/methods.md, "Non-finite values").
 SIGMA_FLOOR = 1e-12
@@ -69,8 +68,9 @@ def _reading(v: float) -> str:
             "deviations below the top prediction on average; memorised text stays close to 0.")
 
 
-@register("gap_k", label="Gap-K%", params=GapKParams, centre=0.0, reading=_reading,
-          token_range=(-4.0, 0.0),  # gap in σ, ≤ 0 (registry: FIXED RANGES)
+@register("gap_k", access=AccessNeeds(full_distribution=True, why="the top token's log-prob and the spread of the full next-token distribution"),
+          view=TokenView("how far the true token sits below the model's top guess, in σ (0 = the top guess was right)", "the chosen windows: the k% stretches of w tokens furthest below the top guess (listed below); the score is their mean gap", low="far below the top guess: less member-like", centre=0.0, token_range=(-4.0, 0.0)),
+          label="Gap-K%", params=GapKParams, reading=_reading,
           formula=r"g_t = \frac{\log p(x_t \mid x_{<t}) - \max_v \log p(v \mid x_{<t})}{\sigma_t},\ "
                   r"s_i = \frac{1}{w}\sum_{j=i}^{i+w-1} g_j,\ "
                   r"\mathrm{score} = \text{mean of the } k\% \text{ lowest } s_i",

@@ -14,8 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..model.identity import text_sha256
-from ..model.token_stats import TokenStats
-from .registry import HELPER_NEEDS
+from ..api import HELPER_NEEDS, TokenStats
 
 #: What each kind of helper text is, in words for messages and reports.
 ROLES = {

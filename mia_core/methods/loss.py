@@ -5,12 +5,14 @@ import math
 
 import numpy as np
 
-from ..model.token_stats import TokenStats
-from .registry import NoParams, Score, mean_of_all, register, require_tokens
+from ..api import (
+    LOGP, LOGP_RANGE, AccessNeeds, NoParams, Score, TokenStats, TokenView, mean_of_all, register, require_tokens,
+)
 
 
-@register("loss", label="Loss (−mean NLL)", access=("target log-probs",), centre=None,
-          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
+@register("loss", access=AccessNeeds(),
+          view=TokenView(LOGP, "every token: the score is their mean log p", token_range=LOGP_RANGE),
+          label="Loss (−mean NLL)",
           reading=lambda v: f"the model's average log-probability per token is {v:.2f} "
                             f"(perplexity {math.exp(min(-v, 700)):.1f}).",
           formula=r"\mathrm{score}(x) = \frac{1}{n}\sum_{t} \log p(x_t \mid x_{<t})",

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.token_stats import TokenStats
-from .registry import NoParams, Score, register, require_tokens
+from ..api import AccessNeeds, NoParams, Score, TokenStats, TokenView, register, require_tokens
 
 #: Guards the division for a text the model predicts with certainty (loss 0).
 LOSS_FLOOR = 1e-12
 
 
-@register("lowercase", label="Lowercase ratio", needs=("stats", "lowercase_stats"), token_level=False, centre=None,
+@register("lowercase", access=AccessNeeds(further_passes=True, why="a further pass on the lowercased text"),
+          view=TokenView("the per-token output shown with Lowercase ratio, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          label="Lowercase ratio", needs=("stats", "lowercase_stats"), token_level=False,
           reading=lambda v: f"lowercasing makes the text {v:.2f}× as hard for the model; members lose more.",
           formula=r"\mathrm{score}(x) = \mathrm{loss}(\mathrm{lower}(x)) / \mathrm{loss}(x)",
-          idea="Members lose more likelihood when their exact casing is destroyed.",
-          access=("target log-probs",), cost="2 forward passes",
+          idea="Members lose more likelihood when their exact casing is destroyed.", cost="2 forward passes",
           summary="Loss of the lowercased text over the loss of the text: members lose more when lowercased.")
 def lowercase(stats: TokenStats, params: NoParams, *, lowercase_stats: TokenStats) -> Score:
     """`loss(lowercased) / max(loss(original), 1e-12)`."""

@@ -5,8 +5,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.token_stats import TokenStats
-from .registry import KParams, Score, lowest_k, register, require_tokens
+from ..api import (
+    LOGP, LOGP_RANGE, AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, register, require_tokens,
+)
 
 
 @dataclass(frozen=True)
@@ -14,8 +15,9 @@ class MinKParams(KParams):
     """k: the fraction of tokens (lowest log-probs) averaged."""
 
 
-@register("min_k", label="Min-K% Prob", params=MinKParams, access=("target log-probs",), centre=None,
-          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
+@register("min_k", access=AccessNeeds(),
+          view=TokenView(LOGP, "the k% least likely tokens: the score is their mean log p", token_range=LOGP_RANGE),
+          label="Min-K% Prob", params=MinKParams,
           reading=lambda v: f"the k% least likely tokens average a log-probability of {v:.2f}: members tend to have "
                             "fewer very surprising tokens.",
           formula=r"\mathrm{score}(x) = \frac{1}{|S|}\sum_{t\in S} \log p(x_t \mid x_{<t}),\ "

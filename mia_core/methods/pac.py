@@ -41,8 +41,7 @@ import numpy as np
 
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
-from ..model.token_stats import TokenStats
-from .registry import Score, is_int, register, require_tokens
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, is_int, register, require_tokens
 
 #: Share of the scored tokens in the far region (the highest log-probs), at least one.
 RATIO_FAR = 0.05
@@ -157,15 +156,15 @@ def _reading(v: float) -> str:
             "nats: a memorised text sits at a local optimum, so swaps disturb it more.")
 
 
-@register("pac", label="PAC", params=PacParams, needs=("stats", "lm"), token_level=True, centre=None, prepare=prepare,
-          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
+@register("pac", access=AccessNeeds(further_passes=True, why="further passes on word-swapped copies of the text"),
+          view=TokenView(LOGP, "the far region (the likeliest 5%, at the red end) and the local region (the least likely 30%, at the blue end), listed below; the score is how much word swaps widen their gap", token_range=LOGP_RANGE),
+          label="PAC", params=PacParams, needs=("stats", "lm"), token_level=True, prepare=prepare,
           reading=_reading,
           formula=r"\mathrm{PD}(z) = \overline{\ell}_{\text{top } 5\%}(z) - \overline{\ell}_{\text{bottom } 30\%}(z),\ "
                   r"\mathrm{score}(x) = \frac{1}{N}\sum_{j=1}^{N} \mathrm{PD}(\tilde x_j) - \mathrm{PD}(x),\ "
                   r"\tilde x_j = \text{word-swapped copies}",
           idea="A memorised text is a local optimum: swapping its words widens the gap between its likeliest and "
-               "least likely tokens more than for an unseen text.",
-          access=("target log-probs",), cost="1 + N forward passes (augmented copies)",
+               "least likely tokens more than for an unseen text.", cost="1 + N forward passes (augmented copies)",
           summary="Polarized distance (top 5% minus bottom 30% log-probs) of word-swapped copies minus the text's "
                   "own: memorised text loses more by the swaps.")
 def pac(stats: TokenStats, params: PacParams, *, lm: LanguageModel) -> Score:

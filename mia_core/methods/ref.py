@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.token_stats import TokenStats
-from .registry import NoParams, Score, register, require_tokens
+from ..api import AccessNeeds, NoParams, Score, TokenStats, TokenView, register, require_tokens
 
 
-@register("ref", label="Reference model", needs=("stats", "ref_stats"), token_level=False, centre=None,
+@register("ref", access=AccessNeeds(),
+          view=TokenView("the per-token output shown with Reference model, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          label="Reference model", needs=("stats", "ref_stats"), token_level=False,
           reading=lambda v: f"the target model finds the text {v:.2f} nats per token more likely than the reference model.",
           formula=r"\mathrm{score}(x) = \overline{\log p_{\text{target}}}(x) - \overline{\log p_{\text{ref}}}(x)",
-          idea="A smaller model of the same data calibrates how hard the text is.",
-          access=("target log-probs", "extra model"), cost="1 forward pass + 1 of the reference model",
+          idea="A smaller model of the same data calibrates how hard the text is.", cost="1 forward pass + 1 of the reference model",
           summary="Mean log-prob under the target minus under a smaller reference model trained on similar data.")
 def ref(stats: TokenStats, params: NoParams, *, ref_stats: TokenStats) -> Score:
     """`mean logprob_target − mean logprob_ref` (higher = member)."""

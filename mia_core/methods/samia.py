@@ -47,8 +47,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
-from ..model.token_stats import TokenStats
-from .registry import Score, is_int, register
+from ..api import AccessNeeds, Score, TokenStats, TokenView, is_int, register
 
 #: Tokens (rows × max_length) per `generate` call; halved on a CUDA out-of-memory error.
 SAMPLE_TOKENS = 1 << 16
@@ -265,7 +264,9 @@ def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) 
     _remember(found, CACHE_SIZE + len(found))
 
 
-@register("samia", label="SaMIA", params=SamiaParams, needs=("stats", "lm"), token_level=False, centre=None,
+@register("samia", access=AccessNeeds(generation=True, why="continuations sampled from the text's first half"),
+          view=TokenView("the per-token output shown with SaMIA, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          label="SaMIA", params=SamiaParams, needs=("stats", "lm"), token_level=False,
           prepare=prepare,
           reading=lambda v: f"continuations sampled from the first half of the text recover on average {v:.2f} of "
                             "its second half's words (×zlib size in the zlib variant); a model that saw the text "
@@ -273,8 +274,7 @@ def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) 
           formula=r"\mathrm{score}(x) = \frac{1}{n}\sum_{j=1}^{n} \frac{\sum_w \min\big(c_{x_{\mathrm{suf}}}(w),\ "
                   r"c_{\hat y_j}(w)\big)}{|x_{\mathrm{suf}}|},\ \hat y_j \sim p(\cdot \mid x_{\mathrm{pre}})",
           idea="Black box: sample continuations of the text's first half; a model that saw the text reproduces more "
-               "of its second half.",
-          access=("sampled text",), cost="n sampled generations of up to max_length tokens",
+               "of its second half.", cost="n sampled generations of up to max_length tokens",
           summary="Black box: mean ROUGE-1 recall of the text's second half by continuations sampled from its "
                   "first half.")
 def samia(stats: TokenStats, params: SamiaParams, *, lm: LanguageModel) -> Score:

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.token_stats import TokenStats
-from .registry import KParams, Score, lowest_k, register, require_tokens
+from ..api import (
+    LOGP, LOGP_RANGE, AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, register, require_tokens,
+)
 
 #: Value of a text with no surprising token (the SoK port's replacement for its NaN).
 EMPTY_VALUE = -100.0
@@ -60,8 +61,9 @@ def _reading(v: float) -> str:
             f"of {v:.2f}: a model is less surprised by text it has seen.")
 
 
-@register("surp", label="SURP", params=SurpParams, centre=None, reading=_reading,
-          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
+@register("surp", access=AccessNeeds(full_distribution=True, why="the entropy of the full next-token distribution"),
+          view=TokenView(LOGP, "the surprising tokens: among the k% least likely, yet predicted with entropy below e_max (the model was sure and wrong); the score is their mean log p", token_range=LOGP_RANGE),
+          label="SURP", params=SurpParams, reading=_reading,
           formula=r"S = \{t \in \text{the } k\% \text{ lowest } \ell_t : H_t < e_{\max}\},\ "
                   r"\mathrm{score}(x) = \frac{1}{|S|}\sum_{t\in S} \log p(x_t \mid x_{<t})\ "
                   r"(-100 \text{ if } S = \emptyset)",

@@ -40,8 +40,7 @@ from functools import lru_cache
 import numpy as np
 from wordfreq import available_languages, word_frequency
 
-from ..model.token_stats import TokenStats
-from .registry import Score, is_int, register, require_tokens
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, is_int, register, require_tokens
 
 #: Removes ASCII punctuation anywhere in a word (the authors' `_normalize_token`).
 _STRIP = str.maketrans("", "", string.punctuation)
@@ -180,8 +179,9 @@ def _overlapping(offsets: np.ndarray):
     return lambda a, b: real[(starts < b) & (ends > a)]
 
 
-@register("tag_tab", label="Tag&Tab", params=TagTabParams, access=("target log-probs",), centre=None,
-          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
+@register("tag_tab", access=AccessNeeds(),
+          view=TokenView(LOGP, "the tokens of each sentence's rarest words, its keywords (listed below); the score is their mean log p", token_range=LOGP_RANGE),
+          label="Tag&Tab", params=TagTabParams,
           reading=lambda v: f"the tokens of each sentence's rarest words average a log-probability of {v:.2f}: a model "
                             "that saw the text predicts its rare words better.",
           formula=r"\mathrm{score}(x) = \frac{1}{|T|}\sum_{t\in T} \log p(x_t \mid x_{<t}),\ T = \text{tokens of the }"

@@ -5,8 +5,7 @@ import zlib as _zlib
 
 import numpy as np
 
-from ..model.token_stats import TokenStats
-from .registry import NoParams, Score, register, require_tokens
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, NoParams, Score, TokenStats, TokenView, register, require_tokens
 
 
 def zlib_bytes(text: str) -> int:
@@ -14,8 +13,9 @@ def zlib_bytes(text: str) -> int:
     return len(_zlib.compress(text.encode("utf-8")))
 
 
-@register("zlib", label="Zlib ratio", access=("target log-probs",), centre=None,
-          token_range=(-6.0, 0.0),  # log p (registry: FIXED RANGES)
+@register("zlib", access=AccessNeeds(),
+          view=TokenView(LOGP, "every token: the score is their mean log p over the text's zlib-compressed size", token_range=LOGP_RANGE),
+          label="Zlib ratio",
           reading=lambda v: f"log-probability per token divided by the compressed size: {v:.5f}; it discounts texts "
                             "that are simply repetitive or predictable.",
           formula=r"\mathrm{score}(x) = \frac{\frac{1}{n}\sum_t \log p(x_t \mid x_{<t})}{\mathrm{zlib}(x)}",

@@ -17,7 +17,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .fused_stats import fused_available, fused_reduce
-from .token_stats import reduce_logits, stats_dtype
+from .reduce import reduce_logits, stats_dtype
 
 #: Architectures whose logits are exactly `lm_head(last_hidden_state)` (no soft-capping or scaling).
 PLAIN_HEAD_TYPES = frozenset(

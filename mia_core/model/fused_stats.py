@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from .token_stats import LOGPROB_FLOOR
+from ..api.token_stats import LOGPROB_FLOOR
 
 try:
     import triton

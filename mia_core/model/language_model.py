@@ -13,13 +13,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..api.access import FULL_ACCESS, ModelAccess
+from ..api.token_stats import TokenStats
 from ..paths import cache_root
 from .boundary import boundary_token_id
 from .forward import Segment, run_segments, split_windows
 from .identity import tokenizer_fingerprint
 from .policy import StatsPolicy
 from .stats_cache import StatsCache
-from .token_stats import TokenStats
 
 #: Padded tokens per batch on CPU; on CUDA the budget comes from free memory.
 CPU_BATCH_TOKENS = 4096
@@ -58,6 +59,12 @@ class LanguageModel:
         self.window_plan: WindowPlan = split_windows
         #: Token budget per batch of the last statistics run (after any halving on out-of-memory).
         self.last_batch_tokens: int | None = None
+
+    @property
+    def access(self) -> ModelAccess:
+        """In process, the model offers every kind of access (full distribution, further passes, gradients,
+        generation); `mia_core.methods_allowed(lm)` therefore allows every method."""
+        return FULL_ACCESS
 
     @property
     def device(self) -> torch.device:

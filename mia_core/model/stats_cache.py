@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .identity import text_sha256
-from .token_stats import ARRAY_FIELDS, TokenStats, stats_from_parts, stats_parts
+from ..api.token_stats import ARRAY_FIELDS, TokenStats, stats_from_parts, stats_parts
 
 #: The cap, in MB (2^20 bytes), unless `$MIA_LENS_CACHE_MAX_MB` says otherwise (0: keep nothing). At 70–130 bytes
 #: per scored token (127 measured on short texts), 1 GB holds 8–15 million tokens: several benchmark runs, while

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..model.language_model import LanguageModel
-from ..model.token_stats import TokenStats
+from ..api import TokenStats
 from ..scoring import STATS_BACKENDS, check_backend, register_backend
 from .ray_driver import RayOptions, resolve_options, token_stats
 

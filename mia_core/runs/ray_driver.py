@@ -24,7 +24,7 @@ import pandas as pd
 from ..model.forward import pack_lengths, split_windows
 from ..model.language_model import LanguageModel
 from ..model.policy import StatsPolicy
-from ..model.token_stats import TokenStats
+from ..api import TokenStats
 from .ray_worker import FAIL_ENV, ChunkWorker
 from .stats_task import stats_failed, stats_task, unpack_stats
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.language_model import LanguageModel
-from ..model.token_stats import ARRAY_FIELDS, TokenStats, stats_from_parts, stats_parts
+from ..api.token_stats import ARRAY_FIELDS, TokenStats, stats_from_parts, stats_parts
 
 
 def stats_task(lm: LanguageModel, texts: list[str], job: dict) -> pd.DataFrame:

@@ -27,7 +27,7 @@ from mia_core.methods.infilling.engine import (
     primed_fast,
     primed_reference,
 )
-from mia_core.methods.registry import lowest_k
+from mia_core.api import lowest_k
 
 from tests.support.cli_runner import run_cli
 from tests.support.oracle import naive_stats
@@ -182,7 +182,7 @@ def test_top1_tokens_are_exactly_zero_and_get_no_branch(membership):
 
 def test_registered_method_default_m_and_selection(llama_lm):
     spec = METHODS["infilling"]
-    assert spec.needs == ("stats", "lm") and spec.access == ("full logits",) and "m" in spec.cost
+    assert spec.needs == ("stats", "lm") and spec.access.full_distribution and "m" in spec.cost
     assert spec.param_names == ("k", "m", "normalization")
     short, long = llama_lm.token_stats(TEXTS[1:])
     assert short.n_scored <= 32 < long.n_scored

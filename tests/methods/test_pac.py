@@ -246,7 +246,7 @@ def test_empty_text_and_bad_parameters_are_errors(llama_lm):
 
 def test_registration():
     spec = METHODS["pac"]
-    assert spec.needs == ("stats", "lm") and spec.access == ("target log-probs",) and spec.token_level
+    assert spec.needs == ("stats", "lm") and spec.access.further_passes and not spec.access.full_distribution and spec.token_level
     assert spec.param_names == ("alpha", "n_augment", "seed") and spec.prepare is not None
     assert spec.cost == "1 + N forward passes (augmented copies)"
     assert "widens" in spec.reading(0.5) and "narrows" in spec.reading(-0.5)

@@ -10,7 +10,7 @@ import pytest
 
 from mia_core import METHODS, Score, get_method
 from mia_core.methods import methods_for, reading, stats_only_methods
-from mia_core.methods.registry import KParams, lowest_k, register
+from mia_core.api import AccessNeeds, KParams, TokenView, lowest_k, register
 
 TESTS = Path(__file__).resolve().parents[1]
 #: Methods whose orientation ("higher = member") is checked by a test of their own, not by the shared one.
@@ -37,7 +37,7 @@ def test_every_method_is_registered_whole(name):
     assert reading(name, 0.5).endswith("compare it with texts of known membership.")
     assert spec.formula.strip() and "\\" in spec.formula or "=" in spec.formula  # LaTeX, shown on Learn
     assert len(spec.idea.split()) >= 5
-    assert spec.centre is None or math.isfinite(spec.centre)  # declared explicitly: register() has no default
+    assert spec.centre is None or math.isfinite(spec.centre)  # in its view, declared explicitly (no default view)
     assert spec.label and spec.summary and spec.cost and spec.access
 
 
@@ -55,9 +55,13 @@ def test_every_method_has_an_orientation_test(name):
 
 def test_register_refuses_a_half_declared_method():
     with pytest.raises(TypeError, match="reading"):
-        register("half", label="Half", summary="no reading, formula or idea", centre=None)
+        register("half", label="Half", summary="no reading, formula or idea", access=AccessNeeds(), view=TokenView())
+    with pytest.raises(TypeError, match="view"):
+        register("half", label="Half", summary="no view", access=AccessNeeds(), reading=lambda v: f"{v}",
+                 formula="x = 1", idea="an idea of five words")
     with pytest.raises(ValueError, match="formula"):
-        register("half", label="Half", summary="s", centre=None, reading=lambda v: f"{v}", formula=" ", idea="an idea")
+        register("half", label="Half", summary="s", access=AccessNeeds(), view=TokenView(), reading=lambda v: f"{v}",
+                 formula=" ", idea="an idea")
     assert "half" not in METHODS
 
 

@@ -94,7 +94,7 @@ def test_params_are_validated(bad):
 
 def test_registration_and_token_output(llama_lm):
     spec = METHODS["samia"]
-    assert (spec.needs, spec.access, spec.token_level) == (("stats", "lm"), ("sampled text",), False)
+    assert (spec.needs, spec.access.generation, spec.token_level) == (("stats", "lm"), True, False)
     stats = llama_lm.token_stats([random_texts(1, seed=4)[0]])[0]
     result = score("samia", stats, lm=llama_lm, **FAST)
     np.testing.assert_array_equal(result.token_scores, stats.logprob.astype(np.float64))

@@ -232,7 +232,7 @@ def test_registration_and_defaults():
     assert (GapKParams().k, GapKParams().w, GapKParams(w=np.int64(4)).w) == (0.2, 3, 4)
     for name in ("surp", "gap_k"):
         spec = get_method(name)
-        assert spec.stats_only and spec.access == ("full logits",) and spec.token_level
+        assert spec.stats_only and spec.access.full_distribution and spec.token_level
         assert spec.reading(-2.0) and spec.reading(-100.0)
 
 

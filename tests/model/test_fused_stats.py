@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from mia_core.model.fused_stats import fused_available, fused_reduce
-from mia_core.model.token_stats import LOGPROB_FLOOR, reduce_logits
+from mia_core.api.token_stats import LOGPROB_FLOOR
+from mia_core.model.reduce import reduce_logits
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 pytestmark = pytest.mark.skipif(not fused_available(DEVICE), reason="needs Triton (CUDA, or TRITON_INTERPRET=1 on CPU)")

@@ -265,7 +265,7 @@ def test_pad_id_outside_the_model_vocabulary_is_harmless(tok, make_lm):
 
 
 def test_minus_infinity_logits_stay_finite():
-    from mia_core.model.token_stats import reduce_logits
+    from mia_core.model.reduce import reduce_logits
 
     out = reduce_logits(torch.tensor([[1.0, 2.0, float("-inf")]]), torch.tensor([2]))
     assert all(torch.isfinite(v).all() for v in out.values())

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...model.token_stats import TokenStats
-from ..registry import Score, register, require_tokens
+from ...api import AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
 
 
 @dataclass(frozen=True)
@@ -31,8 +30,9 @@ def first_occurrences(token_ids: np.ndarray) -> np.ndarray:
     return mask
 
 
-@register("dc_pdd", label="DC-PDD", params=DcPddParams, needs=("stats", "freq"), access=("target log-probs",),
-          centre=None, reading=lambda v: f"probability-weighted corpus rarity over first occurrences: {v:.4f}.",
+@register("dc_pdd", access=AccessNeeds(),
+          view=TokenView(),
+          label="DC-PDD", params=DcPddParams, needs=("stats", "freq"), reading=lambda v: f"probability-weighted corpus rarity over first occurrences: {v:.4f}.",
           formula=r"\alpha_t = \min\!\big(-p(x_t \mid x_{<t}) \log f(x_t),\ a\big),\ "
                   r"\beta = \mathrm{mean}_{\text{first occurrences}}\ \alpha_t",
           idea="Calibrates probabilities by how rare a token is in a reference corpus.",

@@ -13,8 +13,7 @@ import numpy as np
 from scipy.special import expit
 
 from ...model.language_model import LanguageModel
-from ...model.token_stats import TokenStats
-from ..registry import NoParams, Score, register, require_tokens
+from ...api import AccessNeeds, NoParams, Score, TokenStats, TokenView, register, require_tokens
 from .classifier import GdsClassifier, as_classifier, fit_texts
 from .features import GdsSettings, gradient_features
 
@@ -24,8 +23,9 @@ def prepare(stats: list[TokenStats], params: NoParams, *, lm: LanguageModel, cla
     as_classifier(classifier).score_texts(lm, [s.text for s in stats])
 
 
-@register("gds", label="GDS (supervised)", needs=("stats", "lm", "classifier"), token_level=False,
-          centre=None, prepare=prepare,
+@register("gds", access=AccessNeeds(gradients=True, why="gradients of the text's loss through adapter weights"),
+          view=TokenView("the per-token output shown with GDS (supervised), which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          label="GDS (supervised)", needs=("stats", "lm", "classifier"), token_level=False, prepare=prepare,
           reading=lambda v: f"a classifier trained on labelled examples reads this text's LoRA gradients as member "
                             f"with probability {expit(v):.0%} (log-odds {v:.2f}); it is only as good as the labelled "
                             "split it learned from.",
@@ -33,7 +33,6 @@ def prepare(stats: list[TokenStats], params: NoParams, *, lm: LanguageModel, cla
                   r"\phi = \text{eight statistics of each LoRA-}B\text{ gradient}",
           idea="Training leaves members with small, diffuse gradients; a classifier fitted on labelled texts learns "
                "the pattern (supervised: it needs known members and non-members of the same kind).",
-          access=("gradients", "labelled training data"),
           cost="1 forward + 1 backward pass per text (LoRA gradients), plus an MLP fitted on labelled texts",
           summary="Supervised: an MLP trained on labelled members and non-members reads LoRA-gradient statistics "
                   "(magnitude, position, concentration of the update); score = its member log-odds.")

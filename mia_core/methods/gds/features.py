@@ -29,7 +29,7 @@ from torch.nn import functional as F
 from ...model.forward import HEAD_CHUNK_ROWS, Segment, pack_batches, pad_right, plain_head, stats_head
 from ...model.language_model import LanguageModel
 from ...model.lora import LORA_TARGETS
-from ...model.token_stats import stats_dtype
+from ...model.reduce import stats_dtype
 
 #: The eight features of one gradient matrix, in the order docs/methods.md lists them.
 FEATURES = ("abs_mean", "row_mean_max", "row_ecc", "col_ecc", "top10_ratio", "sparsity", "std", "row_mean_std")

@@ -43,8 +43,7 @@ import numpy as np
 
 from ...model.identity import text_sha256
 from ...model.language_model import LanguageModel
-from ...model.token_stats import TokenStats
-from ..registry import Score, register, require_tokens
+from ...api import AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
 from .engine import ORDERS, TextGradient, batched_param_norms, input_norms, loop_param_norms, plans_for, vmap_suits
 
 AGGREGATES = ("mean", "global")
@@ -159,8 +158,9 @@ def prepare(stats: list[TokenStats], params: GradNormParams, *, lm: LanguageMode
     text_gradients(lm, stats, params.wrt)
 
 
-@register("grad_norm", label="Gradient norm", params=GradNormParams, needs=("stats", "lm"), token_level=False,
-          centre=None, prepare=prepare, access=("gradients",), cost="1 forward + 1 backward pass per text",
+@register("grad_norm", access=AccessNeeds(gradients=True, why="the gradient of the text's loss"),
+          view=TokenView("the per-token output shown with Gradient norm, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          label="Gradient norm", params=GradNormParams, needs=("stats", "lm"), token_level=False, prepare=prepare, cost="1 forward + 1 backward pass per text",
           reading=lambda v: f"the loss gradient of this text has norm {-v:.3g}: training leaves members nearer a "
                             "minimum, with smaller gradients.",
           formula=r"\mathrm{score}(x) = -\frac{1}{|\Theta|}\sum_{\theta \in \Theta} "

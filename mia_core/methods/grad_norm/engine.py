@@ -30,7 +30,7 @@ from torch.func import functional_call, grad_and_value, vmap
 
 from ...model.forward import pack_lengths, pad_right, split_windows
 from ...model.language_model import LanguageModel
-from ...model.token_stats import stats_dtype
+from ...model.reduce import stats_dtype
 
 #: The p of each column of a norms array.
 ORDERS = (math.inf, 1.0, 2.0)

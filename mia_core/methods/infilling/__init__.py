@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...model.token_stats import TokenStats
-from ..registry import KParams, Score, lowest_k, register, require_tokens
+from ...api import AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, register, require_tokens
 from .engine import NORMALIZATIONS, infilling_token_scores
 
 
@@ -39,14 +38,15 @@ class InfillingParams(KParams):
             raise ValueError(f"normalization must be one of {NORMALIZATIONS} (got {self.normalization!r})")
 
 
-@register("infilling", label="Infilling Score", params=InfillingParams, needs=("stats", "lm"), centre=0.0,
+@register("infilling", access=AccessNeeds(full_distribution=True, further_passes=True, why="the full next-token distribution after each candidate token"),
+          view=TokenView(centre=0.0),
+          label="Infilling Score", params=InfillingParams, needs=("stats", "lm"),
           reading=lambda v: f"the k% least supported tokens average {v:.2f}: each compares the true token with the "
                             "model's top guess, counting how much likelier the true token makes the next few tokens; "
                             "members' tokens are better supported by what follows.",
           formula=r"r_i = z_i(x_i) - z_i(x_i^{*}) + \sum_{j=1}^{m} \big[z_{i+j}(x_{i+j} \mid x_i) - "
                   r"z_{i+j}(x_{i+j} \mid x_i^{*})\big],\ \mathrm{score} = \text{mean of the } k\% \text{ lowest } r_i",
-          idea="A member's true token explains the tokens that follow it better than the model's own top guess would.",
-          access=("full logits",), cost="≈ m + 2 forward passes (KV-cache branches; the paper's loop: one per token)",
+          idea="A member's true token explains the tokens that follow it better than the model's own top guess would.", cost="≈ m + 2 forward passes (KV-cache branches; the paper's loop: one per token)",
           summary="Min-K% of infilling ratios: does the true token explain the following tokens as well as the "
                   "model's own top guess would?")
 def infilling(stats: TokenStats, params: InfillingParams, *, lm: LanguageModel) -> Score:

@@ -22,7 +22,8 @@ from transformers.cache_utils import DynamicLayer
 
 from ...model.forward import head_chunk_rows, head_logits, plain_head, reduce_rows
 from ...model.language_model import LanguageModel
-from ...model.token_stats import TokenStats, reduce_logits
+from ...api import TokenStats
+from ...model.reduce import reduce_logits
 
 NORMALIZATIONS = ("position", "anchor")
 IMPLEMENTATIONS = ("auto", "fast", "reference")

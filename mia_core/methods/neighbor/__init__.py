@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...model.token_stats import TokenStats
-from ..registry import Score, is_int, register, require_tokens
+from ...api import AccessNeeds, Score, TokenStats, TokenView, is_int, register, require_tokens
 from .engine import make_neighbors, proposer_for
 
 AGGREGATES = ("mean", "max")
@@ -55,14 +54,14 @@ def check_params(params: NeighborParams) -> None:
         raise ValueError(f"seed must be an integer ≥ 0 (got {params.seed!r})")
 
 
-@register("neighbor", label="Neighbourhood", params=NeighborParams, needs=("stats", "lm"), token_level=False,
-          centre=None,
+@register("neighbor", access=AccessNeeds(further_passes=True, why="further passes on neighbour texts"),
+          view=TokenView("the per-token output shown with Neighbourhood, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          label="Neighbourhood", params=NeighborParams, needs=("stats", "lm"), token_level=False,
           reading=lambda v: f"the text is {abs(v):.2f} nats per token {'more' if v >= 0 else 'less'} likely than texts "
                             "a few words away; a memorised text stands out from its neighbours.",
           formula=r"\mathrm{score}(x) = \overline{\log p}(x) - \frac{1}{N}\sum_{\tilde x \in \mathcal{N}(x)} "
                   r"\overline{\log p}(\tilde x)",
           idea="A memorised text is likelier than texts a few words away from it; an unseen one is not.",
-          access=("target log-probs", "extra model"),
           cost="1 + n_neighbors forward passes + proposals (self: 1 pass; masked LM: 1 per swapped position)",
           summary="Mean log-prob of the text minus that of neighbours with a few words swapped (masked LM or the target).")
 def neighbor(stats: TokenStats, params: NeighborParams, *, lm: LanguageModel) -> Score:

@@ -39,7 +39,8 @@ from ...model.forward import head_logits, plain_head
 from ...model.identity import text_sha256
 from ...model.language_model import LanguageModel
 from ...model.loading import ModelLoadError, check_weights, folder_fingerprint, resolve_folder
-from ...model.token_stats import TokenStats, stats_dtype
+from ...api import TokenStats
+from ...model.reduce import stats_dtype
 
 #: Candidates kept per swapped position (MIMIR reads the top 6, the original among them).
 CANDIDATES = 5

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...model.token_stats import TokenStats
+from ...api import AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
 from ..helper_texts import HelperTexts, as_helper_texts
-from ..registry import Score, register, require_tokens
 from .prefix import Conditioning, condition, reference_conditioning
 
 MODES = ("ours", "reference")
@@ -94,9 +93,10 @@ def _scored(stats: TokenStats, m: int, values: np.ndarray) -> tuple[np.ndarray, 
     return token_scores, selected
 
 
-@register("recall", label="ReCaLL", params=RecallParams, needs=("stats", "lm", "shots_nonmembers"), centre=0.0,
-          token_range=(-2.0, 2.0),  # change of log p after the prefix (registry: FIXED RANGES)
-          prepare=_prepare_recall, access=("target log-probs", "known non-members"),
+@register("recall", access=AccessNeeds(further_passes=True, why="further passes: the text's log-probs after a prefix of known non-members"),
+          view=TokenView("log p after the non-member prefix minus log p without it (0 = the prefix changed nothing)", "the tokens compared (all, unless the text was cut to fit after the prefix)", low="the prefix cost this token likelihood, which members show more: member-like", high="the prefix made this token likelier: less member-like", member_high=False, centre=0.0, token_range=(-2.0, 2.0)),
+          label="ReCaLL", params=RecallParams, needs=("stats", "lm", "shots_nonmembers"),
+          prepare=_prepare_recall,
           cost="2 forward passes (the shots' key-value cache computed once and shared)",
           reading=lambda v: f"after a prefix of known non-members the text keeps {v:.3f}× its log-likelihood; "
                             "members lose more likelihood to a non-member prefix (higher = member).",
@@ -134,9 +134,10 @@ def _prepare_con_recall(stats: list[TokenStats], params: ConRecallParams, *, lm:
     conditioned(lm, as_helper_texts(shots_members, "shots_members"), params.n_shots, stats)
 
 
-@register("con_recall", label="Con-ReCall", params=ConRecallParams, centre=None, prepare=_prepare_con_recall,
+@register("con_recall", access=AccessNeeds(further_passes=True, why="further passes: the text's log-probs after prefixes of known non-members and members"),
+          view=TokenView("log p after the non-member prefix minus γ · log p after the member prefix", "the tokens compared (all, unless the text was cut to fit after a prefix)", low="member-like (the score divides this by the negative log-likelihood)", high="less member-like", member_high=False),
+          label="Con-ReCall", params=ConRecallParams, prepare=_prepare_con_recall,
           needs=("stats", "lm", "shots_nonmembers", "shots_members"),
-          access=("target log-probs", "known non-members", "known members"),
           cost="3 forward passes (each prefix's key-value cache computed once and shared)",
           reading=lambda v: f"the contrast of a non-member and a member prefix is {v:.3f} of the text's "
                             "log-likelihood; members react to the two prefixes asymmetrically (higher = member).",

@@ -1,0 +1,18 @@
+"""The contracts everything imports: `TokenStats`, `Score`, parameters, model access, `MethodSpec` and the registry.
+
+NumPy only (no torch): a served model, a report or a test can use them without loading a model.
+"""
+from .access import ACCESS, FULL_ACCESS, FULL_VOCABULARY, AccessNeeds, ModelAccess, refusal
+from .method import HELPER_NEEDS, LOGP, LOGP_RANGE, NEED_WORDS, NEEDS, MethodSpec, TokenView
+from .params import KParams, NoParams, ParamInfo, is_int, param, param_infos
+from .registry import (
+    METHODS, Allowed, get_method, methods_allowed, methods_for, model_access, reading, register, stats_only_methods,
+)
+from .score import Score, check_k, lowest_k, mean_of_all, require_tokens
+from .token_stats import TokenStats
+
+__all__ = ["ACCESS", "FULL_ACCESS", "FULL_VOCABULARY", "AccessNeeds", "ModelAccess", "refusal", "HELPER_NEEDS", "LOGP",
+           "LOGP_RANGE", "NEED_WORDS", "NEEDS", "MethodSpec", "TokenView", "KParams", "NoParams", "ParamInfo", "is_int",
+           "param", "param_infos", "METHODS", "Allowed", "get_method", "methods_allowed", "methods_for", "model_access",
+           "reading", "register", "stats_only_methods", "Score", "check_k", "lowest_k", "mean_of_all",
+           "require_tokens", "TokenStats"]

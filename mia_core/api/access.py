@@ -1,0 +1,99 @@
+"""Model access: what a model lets a method read, and what a method needs of it — one vocabulary for both.
+
+A model declares the access it offers (`ModelAccess`: the in-process transformers model offers everything; a
+served model offers what its server returns); a method declares what it needs (`AccessNeeds`). `refusal` says,
+in one sentence, why a model does not allow a method — nothing falls back silently to an approximation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+#: `ModelAccess.top_k` of a model that returns the log-prob of every vocabulary entry.
+FULL_VOCABULARY = 2**31 - 1
+
+#: The vocabulary, in words for method lists and refusals.
+ACCESS = {
+    "token_logprob": "the log-prob of each true token",
+    "top_k": "the top-k log-probs at each position",
+    "full_distribution": "the whole next-token distribution at each position (its mean, spread, entropy, top token "
+                         "and the true token's rank)",
+    "further_passes": "further passes of the model on texts of the method's own making",
+    "gradients": "gradients through the model's weights",
+    "generation": "sampled generation",
+}
+
+#: Short words for each, for tables.
+ACCESS_SHORT = {"token_logprob": "token log-probs", "top_k": "top-k log-probs", "full_distribution": "full distribution",
+                "further_passes": "further passes", "gradients": "gradients", "generation": "generation"}
+
+
+@dataclass(frozen=True)
+class ModelAccess:
+    """What a model offers: each entry of `ACCESS`; `top_k` is how many log-probs per position it returns
+    (`FULL_VOCABULARY`: all); `where` names the model in sentences ("this model", "this server")."""
+
+    token_logprob: bool = True
+    top_k: int = 0
+    full_distribution: bool = False
+    further_passes: bool = False
+    gradients: bool = False
+    generation: bool = False
+    where: str = "this model"
+
+    def describe_logprobs(self) -> str:
+        """What it returns per token, e.g. "this server returns 20 log-probs per token"."""
+        if self.full_distribution or self.top_k >= FULL_VOCABULARY:
+            return f"{self.where} returns the whole next-token distribution"
+        if self.top_k > 0:
+            return f"{self.where} returns {self.top_k} log-probs per token"
+        if self.token_logprob:
+            return f"{self.where} returns only the true token's log-prob"
+        return f"{self.where} returns no log-probs"
+
+
+#: The in-process transformers model: every kind of access.
+FULL_ACCESS = ModelAccess(True, FULL_VOCABULARY, True, True, True, True)
+
+
+@dataclass(frozen=True)
+class AccessNeeds:
+    """What a method reads of the model (entries of `ACCESS`); `why` says what for, in the method's refusal."""
+
+    token_logprob: bool = True
+    top_k: int = 0
+    full_distribution: bool = False
+    further_passes: bool = False
+    gradients: bool = False
+    generation: bool = False
+    why: str = ""
+    """What it reads, in the words of its refusal ("the mean and spread of the full next-token distribution")."""
+
+    def words(self) -> list[str]:
+        """The short words of what it needs, for method lists."""
+        out = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "top_k":
+                if value:
+                    out.append(f"top-{value} log-probs")
+            elif f.name != "why" and value:
+                out.append(ACCESS_SHORT[f.name])
+        return out
+
+
+def refusal(offer: ModelAccess, needs: AccessNeeds, label: str) -> str | None:
+    """None when `offer` covers `needs`, else the sentence that says why not (the first need it lacks)."""
+    def says(generic: str) -> str:
+        return f"{label} needs {needs.why or generic}"
+
+    if needs.full_distribution and not offer.full_distribution:
+        return f"{says(ACCESS['full_distribution'])}; {offer.describe_logprobs()}."
+    if needs.top_k > max(offer.top_k, FULL_VOCABULARY if offer.full_distribution else 0):
+        return f"{says(f'the top {needs.top_k} log-probs at each position')}; {offer.describe_logprobs()}."
+    if needs.token_logprob and not offer.token_logprob:
+        return f"{says(ACCESS['token_logprob'])}; {offer.describe_logprobs()}."
+    for name, lacks in (("further_passes", "scores only the texts it is given"),
+                        ("gradients", "gives no gradients"), ("generation", "does not generate text")):
+        if getattr(needs, name) and not getattr(offer, name):
+            return f"{says(ACCESS[name])}; {offer.where} {lacks}."
+    return None

@@ -1,0 +1,74 @@
+"""`Score`: a method's answer for one text (value, higher = member, with its per-token explanation), and the
+min-k% selection that many methods share."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .token_stats import TokenStats
+
+
+@dataclass(frozen=True)
+class Score:
+    """A sequence score and its per-token explanation.
+
+    value : sequence score, higher = member.
+    token_scores : (n_scored,) per-token scores aligned with `TokenStats.token_ids`.
+    selected : (n_scored,) bool, the tokens that entered `value` (min-k% selection, first occurrences…).
+    details : what else a method wants to show (e.g. the neighbour texts of `neighbor`); plain
+        JSON-able values; a list of dicts is drawn as a table by the dashboard.
+    k : the fraction `selected` was drawn with when `value` is the min-k% mean of `token_scores`
+        (then `at_k` redraws it for another k without the model); None otherwise.
+    """
+
+    value: float
+    token_scores: np.ndarray
+    selected: np.ndarray
+    details: dict[str, Any] = field(default_factory=dict)
+    k: float | None = None
+
+    def at_k(self, k: float) -> "Score | None":
+        """This score redrawn for another k from its own token scores (no model needed), or None when its value
+        is not a min-k% mean (it has no `k`)."""
+        if self.k is None:
+            return None
+        if k == self.k:
+            return self
+        again = lowest_k(np.asarray(self.token_scores, dtype=np.float64), k)
+        return Score(again.value, self.token_scores, again.selected, self.details, again.k)
+
+
+def check_k(k: float) -> None:
+    """k is a fraction of the scored tokens."""
+    if isinstance(k, bool) or not isinstance(k, (int, float, np.floating, np.integer)) or not 0 < k <= 1:
+        raise ValueError(f"k must be in (0, 1] (got {k})")
+
+
+def lowest_k(token_scores: np.ndarray, k: float) -> Score:
+    """Mean of the `max(1, floor(k·n))` lowest token scores (stable ascending sort), with the mask.
+
+    `int(n * k)` is the reference code's rounding, floating-point artefacts included (k = 0.29,
+    n = 100 selects 28); only its NaN for a zero selection differs.
+    """
+    check_k(k)
+    n = token_scores.shape[0]
+    n_sel = max(1, int(n * k))
+    chosen = np.argsort(token_scores, kind="stable")[:n_sel]
+    selected = np.zeros(n, dtype=bool)
+    selected[chosen] = True
+    value = float(np.mean(token_scores[chosen], dtype=np.float64))
+    return Score(value, token_scores, selected, k=k)
+
+
+def mean_of_all(token_scores: np.ndarray) -> Score:
+    """Mean over every token (loss-style methods)."""
+    return Score(float(np.mean(token_scores, dtype=np.float64)), token_scores, np.ones(token_scores.shape[0], bool))
+
+
+def require_tokens(stats: TokenStats) -> None:
+    """Empty texts are an error with a clear message, never a NaN score."""
+    if stats.n_scored == 0:
+        preview = stats.text[:40] + ("…" if len(stats.text) > 40 else "")
+        raise ValueError(f"no token to score in text {preview!r}: the text is empty (or a single token with bos='none')")

@@ -1,0 +1,40 @@
+"""Logits → per-token statistics: the reduction behind `TokenStats`, in float32 (float64 for float64 models)."""
+from __future__ import annotations
+
+import torch
+
+from ..api.token_stats import LOGPROB_FLOOR
+
+
+def stats_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Precision of logits and their statistics: float32 at least, float64 for a float64 model (exactness checks)."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+@torch.inference_mode()
+def reduce_logits(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Reduce a (rows, vocab) block of logits to per-row statistics, in float32 (float64 for float64 logits).
+
+    `targets` (rows,) holds the true next token of each row. The softmax runs over the full
+    logits width; log_softmax is float32 even for bf16/fp16 models.
+    """
+    logp = torch.log_softmax(logits.to(stats_dtype(logits.dtype)), dim=-1)  # (rows, vocab)
+    p = logp.exp()  # (rows, vocab)
+    mu = torch.einsum("rv,rv->r", p, logp)  # (rows,)
+    if not torch.isfinite(mu).all():  # −inf logits (masked vocabulary): 0·(−inf) is NaN, so floor them
+        logp.clamp_(min=LOGPROB_FLOOR)
+        mu = torch.einsum("rv,rv->r", p, logp)
+    top1_logprob, top1_id = logp.max(dim=-1)
+    logprob = logp.gather(-1, targets[:, None]).squeeze(-1)
+    rank = (logp > logprob[:, None]).sum(-1) + 1  # (rows,)
+    # centred second moment (avoids E[x²]−E[x]² cancellation), reusing logp's memory in place
+    var = torch.einsum("rv,rv->r", p, logp.sub_(mu[:, None]).square_())
+    return {
+        "logprob": logprob,
+        "mu": mu,
+        "sigma": var.clamp_min_(0.0).sqrt_(),
+        "top1_id": top1_id,
+        "top1_logprob": top1_logprob,
+        "entropy": -mu,
+        "rank": rank,
+    }
