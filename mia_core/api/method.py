@@ -64,6 +64,21 @@ LOGP_RANGE = (-6.0, 0.0)
 
 
 @dataclass(frozen=True)
+class Supervised:
+    """How a supervised method learns from labelled texts.
+
+    fits : the need its fitted value meets (e.g. "classifier").
+    fit : `fit(lm, texts, labels, params, *, ids, train, seed, source, batch_tokens, progress) -> value`: fits on the rows
+        `train` of labelled texts (it sees the others' features only to score them later, never their labels).
+    load : `load(path) -> value`: a fitted value saved earlier (its `save(folder)` wrote it), for the need's supplier.
+    """
+
+    fits: str
+    fit: Callable[..., Any]
+    load: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     """A registered method: its scorer and parameters, what it needs, and how people are shown it.
 
@@ -75,9 +90,7 @@ class MethodSpec:
     prepare : optional batched hook `prepare(stats_list, params, **inputs) -> contexts`, run once over all texts
         before they are scored one by one; it returns one context per text (e.g. that text's gradient norms),
         handed to `fn` as `context=` — nothing is kept between runs.
-    fit : optional hook of a supervised method, `fit(lm, texts, labels, params, *, seed, progress) -> value`:
-        fits what the need `fits` names (e.g. GDS's classifier) on labelled texts.
-    fits : the need that `fit` supplies.
+    supervised : how a supervised method learns from labelled texts (None for the others).
     """
 
     name: str
@@ -94,8 +107,7 @@ class MethodSpec:
     idea: str
     view: TokenView
     prepare: Callable[..., Any] | None = None
-    fit: Callable[..., Any] | None = None
-    fits: str | None = None
+    supervised: Supervised | None = None
 
     @property
     def centre(self) -> float | None:
@@ -118,11 +130,6 @@ class MethodSpec:
     def stats_only(self) -> bool:
         """Needs nothing but the target's statistics (cheap to redraw; usable per snippet, chunk or window)."""
         return self.needs == ("stats",)
-
-    @property
-    def supervised(self) -> bool:
-        """Learns from labelled texts (has a `fit` hook)."""
-        return self.fit is not None
 
     def access_words(self) -> list[str]:
         """What it reads of the model and what else it needs, in short words for method lists."""

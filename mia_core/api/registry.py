@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ..names import unknown_name
 from .access import FULL_ACCESS, AccessNeeds, ModelAccess, refusal
-from .method import NEEDS, MethodSpec, TokenView
+from .method import NEEDS, MethodSpec, Supervised, TokenView
 from .params import NoParams
 from .score import Score
 
@@ -21,7 +21,7 @@ METHODS: dict[str, MethodSpec] = {}
 def register(name: str, *, label: str, summary: str, reading: Callable[[float], str], formula: str, idea: str,
              access: AccessNeeds, view: TokenView, params: type = NoParams, needs: tuple[str, ...] = ("stats",),
              token_level: bool = True, cost: str = "1 forward pass", prepare: Callable[..., Any] | None = None,
-             fit: Callable[..., Any] | None = None, fits: str | None = None):
+             supervised: Supervised | None = None):
     """Decorator adding a scorer `fn(stats, params, **inputs) -> Score` to `METHODS`, with all it declares.
 
     `access` says what it reads of the model, `view` how its token scores read, `cost` its relative cost in
@@ -35,12 +35,12 @@ def register(name: str, *, label: str, summary: str, reading: Callable[[float], 
         raise ValueError(f"method {name!r} needs a formula, an idea and a reading")
     if not isinstance(access, AccessNeeds) or not isinstance(view, TokenView):
         raise TypeError(f"method {name!r}: access must be an AccessNeeds and view a TokenView")
-    if (fit is None) != (fits is None) or (fits is not None and fits not in needs):
-        raise ValueError(f"method {name!r}: a fit hook names the need it supplies (fits=), one of its needs")
+    if supervised is not None and supervised.fits not in needs:
+        raise ValueError(f"method {name!r}: what it fits ({supervised.fits!r}) must be one of its needs")
 
     def wrap(fn: Callable[..., Score]) -> Callable[..., Score]:
         METHODS[name] = MethodSpec(name, fn, params, tuple(needs), label, summary, token_level, access, cost, reading,
-                                   formula, idea, view, prepare, fit, fits)
+                                   formula, idea, view, prepare, supervised)
         return fn
 
     return wrap
