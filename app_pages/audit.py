@@ -12,6 +12,7 @@ from mia_core.inputs.limits import MAX_ZIP_ENTRIES
 from mia_core.inputs.tables import InputError
 from mia_core.limits import MAX_UPLOAD_FILES, MAX_UPLOAD_SET_BYTES, RequestTooLarge, check_upload_set, is_run_id
 from mia_core.methods import stats_only_methods
+from mia_core.model.options import ModelRef
 from ui.audit_progress import cost_estimate_ui, progress_ui, results_store, runs_ui
 from ui.audit_results import results_ui
 from ui.jobs import job_state, public_message, session_folder, start_scoring
@@ -96,7 +97,8 @@ def start(spec: str, calibration, books, settings: AuditSettings) -> None:
         return
     lm = cached_model(spec)
     try:
-        run_id = plan_audit(results_store(), lm, spec, inputs.books, inputs.calibration, settings, inputs.problems)
+        run_id = plan_audit(results_store(), ModelRef(spec), inputs.books, inputs.calibration, settings, inputs.problems,
+                            lm=lm)
     except ValueError as err:
         st.error(public_message(str(err)))
         return

@@ -64,6 +64,7 @@ def run(args, work: Path) -> None:
     import mia_core
     from mia_core.audit.jobs import AuditSettings, plan_audit, run_scoring
     from mia_core.audit.sources import Book
+    from mia_core.model.options import ModelRef
     from mia_core.runs import ray_driver as ray_backend
     from mia_core.runs.store import ResultsStore
 
@@ -89,11 +90,11 @@ def run(args, work: Path) -> None:
         """(wall seconds, seconds from the first committed batch to the last) of a fresh scoring job."""
         shutil.rmtree(work / "cache" / "stats", ignore_errors=True)
         store = ResultsStore(work / f"{backend}-{i}.duckdb")
-        run_id = plan_audit(store, lm, str(folder), audit, calibration, settings, backend=backend)
+        run_id = plan_audit(store, ModelRef(str(folder)), audit, calibration, settings, backend=backend, lm=lm)
         stamps: list[float] = []
         begin = time.perf_counter()
-        run_scoring(store, run_id, lm, backend=backend, progress=lambda done, total: stamps.append(time.perf_counter()),
-                    ray_options=ray_backend.RayOptions(actors=args.actors))
+        run_scoring(store, run_id, ModelRef.of(lm), lm=lm, backend=backend, ray_options=ray_backend.RayOptions(actors=args.actors),
+                    progress=lambda done, total: stamps.append(time.perf_counter()))
         wall = time.perf_counter() - begin
         assert store.progress(run_id)[0] == args.snippets
         return wall, stamps[-1] - stamps[0]

@@ -21,6 +21,7 @@ from mia_core.audit.online import OnlineParams, detect_online
 from mia_core.audit.report import write_csvs
 from mia_core.audit.sources import Book
 from mia_core.csv_safe import safe_frame, to_csv_safe
+from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
 
 from tests.support.cli_runner import run_cli
@@ -77,7 +78,7 @@ def test_audit_books_and_snippets_csv(tmp_path, model_dir):
     books = [Book(EVIL_NAME, f"{EVIL_TEXT} " + "\n".join(texts[8:12]), "test"),
              Book("-2 plain", "\n".join(texts[12:]), "test")]
     settings = AuditSettings(method="loss", params={}, snippet_words=20, n_boot=50, batch_snippets=8)
-    result = run_audit(lm, "tiny", books, calibration, settings, ResultsStore(tmp_path / "r.duckdb"))
+    result = run_audit(ModelRef("tiny"), books, calibration, settings, ResultsStore(tmp_path / "r.duckdb"), lm=lm)
     books_path, snippets_path = write_csvs(result, tmp_path / "out")
     names = [r["book"] for r in rows(books_path)]
     assert f"'{EVIL_NAME}" in names and "'-2 plain" in names and EVIL_NAME not in names

@@ -19,6 +19,7 @@ from mia_core.dataset_inference import (
     DI_KS, DiSettings, clip_outliers, dataset_inference, false_positive_check, feature_table, n_train_for, normalise,
     run_test, split_validation,
 )
+from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
 
 from tests.support.cli_runner import run_cli
@@ -209,10 +210,10 @@ def test_book_audit_section_tests_each_book_and_the_whole_set(model_dir, tmp_pat
         return Book(name, " ".join(random_texts(30, seed=seed, min_words=16, max_words=16)), "test", label)
 
     store = ResultsStore(tmp_path / "r.duckdb")
-    run_id = plan_audit(store, lm, str(model_dir), [book("a", 5), book("b", 6)],
+    run_id = plan_audit(store, ModelRef(str(model_dir)), [book("a", 5), book("b", 6)],
                         [book("m", 1, 1), book("n1", 3, 0), book("n2", 4, 0)],
-                        AuditSettings(method="loss", params={}, snippet_words=16))
-    run_scoring(store, run_id, lm)
+                        AuditSettings(method="loss", params={}, snippet_words=16), lm=lm)
+    run_scoring(store, run_id, ModelRef.of(lm), lm=lm)
     script = (f"from mia_core.runs.store import ResultsStore\nfrom ui.models import cached_model\n"
               f"from ui.dataset_inference import dataset_inference_ui\n"
               f"store = ResultsStore({str(tmp_path / 'r.duckdb')!r})\nrun = store.run({run_id!r})\n"

@@ -30,6 +30,7 @@ import streamlit as st
 from mia_core.audit.jobs import audit_result, run_scoring
 from mia_core.limits import MAX_BACKGROUND_JOBS
 from mia_core.model.language_model import LanguageModel
+from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
 
 #: Frozen objects are never collected; at exit they are handed back, so the interpreter's last collection frees them
@@ -114,7 +115,7 @@ def start_scoring(store: ResultsStore, run_id: str, lm: LanguageModel) -> JobThr
     """Score the run's pending snippets in the background (`start_job`), then analyse it with its own settings, as
     `mia audit-books` does, so the store says "done" by the time the page shows the results."""
     def work() -> None:
-        run_scoring(store, run_id, lm)
+        run_scoring(store, run_id, ModelRef.of(lm), lm=lm)
         audit_result(store, run_id)
     return start_job(run_id, work)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -21,12 +21,12 @@ import pandas as pd
 
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
-from ..model.loading import load_model
+from ..model.options import ModelRef
 from ..runs import ray_driver
 from ..runs.backends import check_backend
 from ..runs.ray_driver import RayOptions, WorkerError
 from ..runs.store import PlanMismatch, ResultsStore, RunRecord, plan_difference
-from ..scoring import score_texts
+from ..scoring import score_table
 from ..version import code_version
 from .books import analyse_books
 from .calibration import Calibration, calibrate
@@ -90,11 +90,12 @@ class AuditResult:
             yield chunk.assign(text=self.texts(chunk["snippet_id"]).to_numpy())
 
 
-def plan_audit(store: ResultsStore, lm: LanguageModel, model_spec: str, books: list[Book], calibration: list[Book],
-               settings: AuditSettings, problems: list[tuple[str, str, str]] = (), *, run_id: str | None = None,
+def plan_audit(store: ResultsStore, model: ModelRef, books: list[Book], calibration: list[Book], settings: AuditSettings,
+               problems: list[tuple[str, str, str]] = (), *, lm: LanguageModel, run_id: str | None = None,
                backend: str = "local") -> str:
     """Write the run and its snippets to the store in one transaction (unless already there); return the run id.
 
+    `model` is the run's model (its spec is recorded), `lm` that model loaded here (its fingerprint names the run).
     `problems` are (book, role, message) for books that could not be read; books too short for one
     snippet are added to them. Calibration books keep their labels; audited books are unlabelled.
     A run named `run_id` that exists with another plan (model, scoring settings, texts) is refused
@@ -120,7 +121,7 @@ def plan_audit(store: ResultsStore, lm: LanguageModel, model_spec: str, books: l
         stored = _stored_run_plan(store, run_id)
         if stored != plan:
             raise PlanMismatch(plan_difference(run_id, stored, plan))
-    store.plan_run(RunRecord(run_id, KIND, model_spec, lm.fingerprint, settings.method, settings.params, settings.seed,
+    store.plan_run(RunRecord(run_id, KIND, model.spec, lm.fingerprint, settings.method, settings.params, settings.seed,
                              code_version(), backend, asdict(settings)), plan, frame,
                    list(problems) + [(p.book, "calibration", p.message) for p in cal_short]
                    + [(p.book, "audit", p.message) for p in audit_short])
@@ -155,12 +156,14 @@ def _derive_run_id(fingerprint: str, settings: AuditSettings, frame: pd.DataFram
     return digest.hexdigest()[:12]
 
 
-def run_scoring(store: ResultsStore, run_id: str, lm: LanguageModel | str, *, progress: Progress | None = None,
-                backend: str = "local", ray_address: str | None = None, ray_options: RayOptions | None = None) -> int:
+def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: LanguageModel | None = None,
+                progress: Progress | None = None, backend: str = "local", ray_address: str | None = None,
+                ray_options: RayOptions | None = None) -> int:
     """Score every pending snippet of the run, committing each batch; returns how many were computed now.
 
-    lm : the loaded model, or its spec (loaded here for the local backend; the Ray backend's
-        workers load `run["model"]` themselves and check its fingerprint).
+    model : which model scores and how it is loaded: here (local backend) or by each Ray worker, which checks
+        its fingerprint against the run's.
+    lm : `model` already loaded in this process, for the local backend (else it is loaded here).
     backend : "local" (this process) or "ray" (model actors on a Ray cluster, see `mia_core.runs.ray_driver`;
         `ray_address` picks the cluster). Both commit every batch to the store as soon as it is scored.
     Raises `WorkerError` when Ray batches still fail after their retry: the run is then marked
@@ -168,11 +171,11 @@ def run_scoring(store: ResultsStore, run_id: str, lm: LanguageModel | str, *, pr
     """
     check_backend(backend)
     run = store.run(run_id)
-    if isinstance(lm, str) and backend == "local":
-        lm = load_model(lm)
-    if not isinstance(lm, str) and run["fingerprint"] != lm.fingerprint:
-        raise ValueError(f"run {run_id} was scored with model {run['model']} (fingerprint {run['fingerprint']}); "
-                         f"the loaded model has fingerprint {lm.fingerprint}")
+    if backend == "local":
+        lm = lm if lm is not None else model.load()
+        if run["fingerprint"] != lm.fingerprint:
+            raise ValueError(f"run {run_id} was scored with model {run['model']} (fingerprint {run['fingerprint']}); "
+                             f"the loaded model has fingerprint {lm.fingerprint}")
     settings = AuditSettings(**run["config"])
     pending = store.pending_ids(run_id)["snippet_id"].tolist()
     done, total = store.progress(run_id)
@@ -192,7 +195,7 @@ def run_scoring(store: ResultsStore, run_id: str, lm: LanguageModel | str, *, pr
     batches = [pending[start:start + settings.batch_snippets] for start in range(0, len(pending), settings.batch_snippets)]
     try:
         if backend == "ray":
-            failed = _score_on_ray(run, lm, [store.snippet_texts(run_id, ids) for ids in batches], settings, commit,
+            failed = _score_on_ray(run, model, [store.snippet_texts(run_id, ids) for ids in batches], settings, commit,
                                    ray_address, ray_options)
         else:
             failed = ""
@@ -208,15 +211,13 @@ def run_scoring(store: ResultsStore, run_id: str, lm: LanguageModel | str, *, pr
     return len(pending)
 
 
-def _score_on_ray(run: dict, lm: LanguageModel | str, batches: list[pd.Series], settings: AuditSettings, commit,
+def _score_on_ray(run: dict, model: ModelRef, batches: list[pd.Series], settings: AuditSettings, commit,
                   address: str | None, options: RayOptions | None) -> str:
-    """Score the batches (texts indexed by snippet id) on Ray model actors, committing each as it streams back;
-    a message if some still failed."""
+    """Score the batches (texts indexed by snippet id) on Ray model actors, each loading `model`, committing each
+    batch as it streams back; a message if some still failed."""
     options = ray_driver.resolve_options(address, options)
-    if options.model_options is None and not isinstance(lm, str):
-        options = replace(options, model_options=ray_driver.model_options_of(lm))
-    job = {"task": audit_task, "failed_rows": audit_failed_rows, "model": ray_driver.absolute_spec(options.model or run["model"]),
-           "fingerprint": run["fingerprint"], "load": options.model_options or {}, "settings": asdict(settings)}
+    job = {"task": audit_task, "failed_rows": audit_failed_rows, "model": model.portable(),
+           "fingerprint": run["fingerprint"], "settings": asdict(settings)}
     chunks = [(b.index.tolist(), b.tolist()) for b in batches]
     failed = ray_driver.run_chunks(chunks, job, options,
                                     lambda c, rows: commit(rows["id"], rows[["score", "n_tokens", "truncated"]].copy()))
@@ -238,14 +239,14 @@ def audit_failed_rows(n: int) -> pd.DataFrame:
 
 
 def score_snippets(lm: LanguageModel, texts: list[str], settings: AuditSettings) -> pd.DataFrame:
-    """Scores of snippet texts (columns score, n_tokens, truncated), each truncated to the model's context."""
+    """Scores of snippet texts (columns score, n_tokens, truncated), each truncated to the model's context: one
+    pass through scoring (and one of the model) per batch."""
     params = dict(settings.params)
     k = params.pop("k", 0.2)
-    stats = lm.token_stats(texts, bos=settings.bos, long_text="truncate")
-    df = score_texts(lm, texts, [settings.method], k=k, bos=settings.bos, long_text="truncate", stats=stats, **params)
+    df = score_table(lm, texts, [settings.method], k=k, bos=settings.bos, long_text="truncate", **params)
     return pd.DataFrame({"score": df[settings.method].to_numpy(dtype=float),
-                         "n_tokens": [s.n_scored for s in stats],
-                         "truncated": [s.long_text == "truncated" for s in stats]})
+                         "n_tokens": df["n_tokens"].to_numpy(),
+                         "truncated": (df["long_text"] == "truncated").to_numpy()})
 
 
 def audit_result(store: ResultsStore, run_id: str, settings: AuditSettings | None = None) -> AuditResult:
@@ -277,12 +278,18 @@ def audit_result(store: ResultsStore, run_id: str, settings: AuditSettings | Non
     return AuditResult(store.run(run_id), settings, calibration, books, snippets, store.problems(run_id), store)
 
 
-def run_audit(lm: LanguageModel, model_spec: str, books: list[Book], calibration: list[Book], settings: AuditSettings,
-              store: ResultsStore, *, problems: list[Problem | tuple] = (), run_id: str | None = None,
-              progress: Progress | None = None, backend: str = "local", ray_address: str | None = None,
-              ray_options: RayOptions | None = None) -> AuditResult:
-    """Plan (or resume), score what is pending (locally or on Ray), and analyse: the whole audit in one call."""
+def run_audit(model: ModelRef, books: list[Book], calibration: list[Book], settings: AuditSettings,
+              store: ResultsStore, *, lm: LanguageModel | None = None, problems: list[Problem | tuple] = (),
+              run_id: str | None = None, progress: Progress | None = None, backend: str = "local",
+              ray_address: str | None = None, ray_options: RayOptions | None = None) -> AuditResult:
+    """Plan (or resume), score what is pending (locally or on Ray), and analyse: the whole audit in one call.
+
+    lm : `model` already loaded here; else it is loaded (on the CPU with Ray, whose workers load their own).
+    """
+    if lm is None:
+        lm = model.load() if backend == "local" else ModelRef(model.spec, model.options.on_cpu()).load()
     rows = problem_rows(list(problems), "audit")
-    run_id = plan_audit(store, lm, model_spec, books, calibration, settings, rows, run_id=run_id, backend=backend)
-    run_scoring(store, run_id, lm, progress=progress, backend=backend, ray_address=ray_address, ray_options=ray_options)
+    run_id = plan_audit(store, model, books, calibration, settings, rows, lm=lm, run_id=run_id, backend=backend)
+    run_scoring(store, run_id, model, lm=lm, progress=progress, backend=backend, ray_address=ray_address,
+                ray_options=ray_options)
     return audit_result(store, run_id, settings)

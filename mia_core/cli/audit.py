@@ -12,13 +12,12 @@ from ..audit.report import write_report
 from ..audit.sources import read_audit_inputs
 from ..limits import is_run_id
 from ..methods import get_method
+from ..model.options import ModelOptions, ModelRef
 from ..runs.ray_driver import WorkerError
 from ..runs.store import ResultsStore
 from .app import fail
-from .options import (
-    BackendOpt, BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, ModelOpt, ParamOpt, PickleOpt, RayActorsOpt,
-    RayAddressOpt, RemoteCodeOpt, backend_options, check_options, parse_params,
-)
+from .groups import Backend, load, option_groups
+from .options import BosOpt, KOpt, ModelOpt, ParamOpt, check_options, parse_params
 from .progress import progress_bar
 
 commands = typer.Typer()
@@ -28,6 +27,7 @@ AUDIT_NEEDS = {"stats", "lowercase_stats", "freq", "lm"}
 
 
 @commands.command("audit-books")
+@option_groups
 def audit_books_cmd(
     model: str = ModelOpt,
     calibration: str = typer.Option(..., "--calibration", help="known member/non-member books: a table with book, text, "
@@ -52,13 +52,8 @@ def audit_books_cmd(
                                          "model, method, settings and texts, so re-running resumes); a named job "
                                          "whose model, scoring settings or texts changed is refused"),
     batch_snippets: int = typer.Option(16, "--batch-snippets", help="snippets scored and committed per batch"),
-    device: str = DeviceOpt,
-    dtype: str = DtypeOpt,
-    allow_pickle: bool = PickleOpt,
-    trust_remote_code: bool = RemoteCodeOpt,
-    backend: str = BackendOpt,
-    ray_address: Optional[str] = RayAddressOpt,
-    ray_actors: Optional[int] = RayActorsOpt,
+    options: ModelOptions = ModelOptions(),
+    backend: Backend = Backend(),
 ) -> None:
     """Audit books: contamination rate, prevalence and a test per book, against calibration books."""
     check_options(k=k, bos=bos, long_text="truncate", n_boot=n_boot)
@@ -74,20 +69,19 @@ def audit_books_cmd(
         fail(f"--target-fpr must be between 0 and 1 (got {target_fpr})")
     if snippet_words < 1 or batch_snippets < 1 or (max_snippets_per_book is not None and max_snippets_per_book < 1):
         fail("--snippet-words, --batch-snippets and --max-snippets-per-book must be at least 1")
-    load = LoadOptions(device, dtype, allow_pickle, trust_remote_code)
-    where = backend_options(backend, ray_address, ray_actors, load)
     params = {"k": k} if "k" in spec.param_names else {}
-    params.update(parse_params(param))
-    spec.make_params(**{n: v for n, v in params.items() if n in spec.param_names})  # rejects bad values early
+    params.update(parse_params(param, [method]))
+    spec.make_params(**params)  # rejects bad values early
     results = ResultsStore(store)  # a corrupt or foreign file fails here, before the model is loaded
     inputs = read_audit_inputs(books, calibration)
     output_dir.mkdir(parents=True, exist_ok=True)
     settings = AuditSettings(method=method, params=params, snippet_words=snippet_words,
                              max_snippets_per_book=max_snippets_per_book, bos=bos, rule=rule,
                              target_fpr=target_fpr, seed=seed, n_boot=n_boot, batch_snippets=batch_snippets)
-    lm = load.for_driver(where).load(model)  # with Ray: fingerprint (job id) and report heatmaps only
-    run_id = plan_audit(results, lm, model, inputs.books, inputs.calibration, settings, inputs.problems, run_id=job_id,
-                        backend=backend)
+    ref = ModelRef(model, options)
+    lm = load(model, backend.driver(options))  # with Ray: fingerprint (job id) and report heatmaps only
+    run_id = plan_audit(results, ref, inputs.books, inputs.calibration, settings, inputs.problems, lm=lm, run_id=job_id,
+                        backend=backend.name)
     for row in results.problems(run_id).itertuples():
         typer.echo(f"warning: {row.role} book skipped: {row.message}", err=True)
     done, total = results.progress(run_id)
@@ -95,7 +89,7 @@ def audit_books_cmd(
                + f"; store {results.path}", err=True)
     try:
         progress = progress_bar("scoring snippets", "snippets", done=done, total=total)  # a resumed job counts on
-        run_scoring(results, run_id, lm, progress=progress, **where)
+        run_scoring(results, run_id, ref, lm=lm, progress=progress, **backend.where(ref))
     except WorkerError as err:
         fail(f"job {run_id}: {err}")
     result = audit_result(results, run_id, settings)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -12,10 +12,12 @@ from ..demo.train import LoraSettings
 from ..inputs.benchmarks import BENCHMARKS
 from ..inputs.corpus import iter_corpus_texts
 from ..inputs.datasets import list_datasets as builtin_sets
-from ..methods import METHODS
+from ..api import MethodSpec
+from ..methods import METHODS, methods_allowed
 from ..methods.dc_pdd.frequency import build_frequency_table
-from ..model.loading import load_model
+from ..model.options import ModelOptions
 from .app import fail
+from .groups import load, option_groups
 from .options import ModelOpt, writable
 from .progress import progress_bar
 
@@ -27,12 +29,14 @@ commands.add_typer(demo_app, name="demo")
 
 
 @freq_app.command("build")
+@option_groups
 def freq_build(
     model: str = ModelOpt,
     output: Path = typer.Option(..., "--output", help="the table (.npz)"),
     corpus: List[Path] = typer.Option([], "--corpus", help="corpus file or folder (.txt/.jsonl/.json, optionally .gz); repeatable"),
     more: List[Path] = typer.Argument(None, help="more corpus paths"),
     text_field: str = typer.Option("text", "--text-field", help="field holding the text in .jsonl/.json"),
+    options: ModelOptions = ModelOptions(),
 ) -> None:
     """Count token occurrences of a reference corpus with the model's tokenizer."""
     sources = list(corpus) + list(more or [])
@@ -42,7 +46,7 @@ def freq_build(
         if not path.exists():
             fail(f"corpus path not found: {path}")
     writable(output)
-    lm = load_model(model, device="cpu")  # only the tokenizer and the logits width are used
+    lm = load(model, options)  # only the tokenizer and the logits width are used
     table = build_frequency_table(lm.tokenizer, iter_corpus_texts(sources, text_field=text_field),
                                   vocab_size=lm.vocab_width, corpus_description=", ".join(map(str, sources)))
     if table.total == 0:
@@ -81,10 +85,38 @@ def demo_build(
 
 
 @commands.command("methods")
-def list_methods() -> None:
+@option_groups
+def list_methods(
+    model: Optional[str] = typer.Option(None, "--model", help="list which methods this model allows, and why not the "
+                                        "others ('demo', a local folder, or a Hugging Face hub id)"),
+    options: ModelOptions = ModelOptions(),
+) -> None:
     """List the available methods and what each needs."""
+    if model is not None:
+        lm = load(model, options)
+        typer.echo("\n".join(allowed_lines(lm, f"{model} ({lm.name})" if lm.name != model else model)))
+        return
     for spec in METHODS.values():
-        params = ", ".join(spec.param_names) or "-"
-        typer.echo(f"{spec.name:10s} {spec.label:19s} params: {params}\n"
-                   f"           needs: {' + '.join(spec.needs)}\n"
-                   f"           access: {', '.join(spec.access_words())}; cost: {spec.cost}\n           {spec.summary}")
+        typer.echo("\n".join(method_lines(spec)))
+
+
+def method_lines(spec: MethodSpec) -> list[str]:
+    """A method as `mia methods` lists it: label, what it reads of the model and needs, cost, summary, and each
+    parameter with its default and help (what `--param NAME=VALUE` sets)."""
+    pad = " " * 11
+    lines = [f"{spec.name:10s} {spec.label:19s} needs: {' + '.join(spec.needs)}",
+             f"{pad}access: {', '.join(spec.access_words())}; cost: {spec.cost}", f"{pad}{spec.summary}"]
+    for info in spec.param_infos:
+        lines.append(f"{pad}{f'--param {info.name}={info.default}':30s} {info.help}".rstrip())
+    return lines
+
+
+def allowed_lines(model: Any, name: str) -> list[str]:
+    """Which methods `model` (a `LanguageModel` or its `ModelAccess`) allows, and for each refused one why not."""
+    allowed = methods_allowed(model)
+    if not allowed.refused:
+        return [f"{name} allows every method ({len(allowed.allowed)}): {', '.join(allowed.allowed)}"]
+    lines = [f"{name} allows {len(allowed.allowed)} of {len(METHODS)} methods: {', '.join(allowed.allowed) or 'none'}",
+             f"refused ({len(allowed.refused)}):"]
+    lines += [f"  {method:10s} {why}" for method, why in allowed.refused.items()]
+    return lines

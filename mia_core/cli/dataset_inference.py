@@ -10,11 +10,10 @@ import typer
 from ..dataset_inference import MIN_TEXTS, DiSettings, dataset_inference, feature_table
 from ..inputs import datasets
 from ..inputs.tables import read_texts
+from ..model.options import ModelOptions
 from .app import fail
-from .options import (
-    BosOpt, DeviceOpt, DtypeOpt, LoadOptions, LongTextOpt, ModelOpt, PickleOpt, RefModelOpt, RemoteCodeOpt,
-    TextColumnOpt, check_options, is_named_set, writable,
-)
+from .groups import load, option_groups
+from .options import BosOpt, LongTextOpt, ModelOpt, RefModelOpt, TextColumnOpt, check_options, is_named_set, writable
 from .progress import progress_bar
 
 commands = typer.Typer()
@@ -31,6 +30,7 @@ def read_side(path: Path, text_column: str, role: str) -> list[str]:
 
 
 @commands.command("dataset-inference")
+@option_groups
 def dataset_inference_cmd(
     model: str = ModelOpt,
     suspect: Path = typer.Option(..., "--suspect", help="the texts suspected of being training data: a file, folder "
@@ -49,10 +49,7 @@ def dataset_inference_cmd(
     ref_model: Optional[str] = RefModelOpt,
     bos: str = BosOpt,
     long_text: str = LongTextOpt,
-    device: str = DeviceOpt,
-    dtype: str = DtypeOpt,
-    allow_pickle: bool = PickleOpt,
-    trust_remote_code: bool = RemoteCodeOpt,
+    options: ModelOptions = ModelOptions(),
 ) -> None:
     """Dataset inference (Maini et al. 2024): many methods' scores, a linear model and a t-test over shuffles."""
     check_options(k=None, bos=bos, long_text=long_text)
@@ -67,9 +64,8 @@ def dataset_inference_cmd(
         fail(f"{len(shared)} texts are both suspect and validation texts (e.g. {next(iter(shared))[:40]!r}); "
              "the validation set must hold known non-members only")
     writable(output)
-    load = LoadOptions(device, dtype, allow_pickle, trust_remote_code)
-    lm = load.load(model)
-    ref = load.load(ref_model) if ref_model else None
+    lm = load(model, options)
+    ref = load(ref_model, options) if ref_model else None
     features = feature_table(lm, suspect_texts + validation_texts, lowercase=lowercase, ref_model=ref, bos=bos,
                              long_text=long_text, progress=progress_bar("scoring"))
     result = dataset_inference(features.iloc[:len(suspect_texts)], features.iloc[len(suspect_texts):], settings)

@@ -13,10 +13,9 @@ from ..evaluation import GdsFit, evaluate_methods
 from ..methods.gds.classifier import fit_texts
 from ..methods.gds.features import GdsSettings
 from .app import fail
-from .options import (
-    DeviceOpt, DtypeOpt, LabelColumnOpt, LoadOptions, ModelOpt, NBootOpt, PickleOpt, RemoteCodeOpt, TextColumnOpt,
-    check_options, labelled_input, writable,
-)
+from ..model.options import ModelOptions
+from .groups import load, option_groups
+from .options import LabelColumnOpt, ModelOpt, NBootOpt, TextColumnOpt, check_options, labelled_input, writable
 from .progress import progress_bar
 from .score import report_eval
 
@@ -45,6 +44,7 @@ def _prepare(input: Path, text_column: str, label_column: str, train_fraction: f
 
 
 @gds_app.command("fit")
+@option_groups
 def gds_fit(
     model: str = ModelOpt,
     input: Path = LabelledOpt,
@@ -55,10 +55,7 @@ def gds_fit(
     text_column: str = TextColumnOpt,
     max_tokens: int = MaxTokensOpt,
     batch_tokens: int = BatchOpt,
-    device: str = DeviceOpt,
-    dtype: str = DtypeOpt,
-    allow_pickle: bool = PickleOpt,
-    trust_remote_code: bool = RemoteCodeOpt,
+    options: ModelOptions = ModelOptions(),
 ) -> None:
     """Fit the GDS classifier on a seeded stratified split of labelled texts and save it (no pickle)."""
 
@@ -66,7 +63,7 @@ def gds_fit(
     if output.exists() and not output.is_dir():
         fail(f"--output must be a folder (a file exists at {output})")
     writable(output)
-    lm = LoadOptions(device, dtype, allow_pickle, trust_remote_code).load(model)
+    lm = load(model, options)
     clf = fit_texts(lm, data["text"].tolist(), data["label"].to_numpy(), ids=data["id"].tolist(), settings=settings,
                     train_fraction=train_fraction, seed=seed, source=str(input), batch_tokens=batch_tokens,
                     progress=progress_bar("gradients", "tokens"))
@@ -77,6 +74,7 @@ def gds_fit(
 
 
 @gds_app.command("eval")
+@option_groups
 def gds_eval(
     model: str = ModelOpt,
     input: Path = LabelledOpt,
@@ -89,10 +87,7 @@ def gds_eval(
     batch_tokens: int = BatchOpt,
     n_boot: int = NBootOpt,
     scores_output: Path = typer.Option(None, "--scores-output", help="also write the held-out scores (CSV)"),
-    device: str = DeviceOpt,
-    dtype: str = DtypeOpt,
-    allow_pickle: bool = PickleOpt,
-    trust_remote_code: bool = RemoteCodeOpt,
+    options: ModelOptions = ModelOptions(),
 ) -> None:
     """Fit GDS on a seeded stratified split and evaluate it on the held-out texts (AUROC with CI).
 
@@ -103,7 +98,7 @@ def gds_eval(
     writable(output)
     if scores_output is not None:
         writable(scores_output)
-    lm = LoadOptions(device, dtype, allow_pickle, trust_remote_code).load(model)
+    lm = load(model, options)
     fit = GdsFit(train_fraction, seed, settings, batch_tokens)
     result = evaluate_methods(lm, data, [], fit_gds=fit, n_boot=n_boot, seed=seed, source=str(input),
                               progress=progress_bar("gradients"))

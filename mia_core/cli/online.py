@@ -17,17 +17,17 @@ from ..audit.online import OnlineParams, detect_online, join_passages, label_win
 from ..csv_safe import to_csv_safe
 from ..inputs.tables import read_labelled, read_texts
 from ..methods import stats_only_methods
+from ..model.options import ModelOptions
 from .app import fail
-from .options import (
-    BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, ModelOpt, PickleOpt, RemoteCodeOpt, TextColumnOpt, check_options,
-    writable,
-)
+from .groups import load, option_groups
+from .options import BosOpt, KOpt, ModelOpt, TextColumnOpt, check_options, writable
 from .progress import progress_bar
 
 commands = typer.Typer()
 
 
 @commands.command("audit-online")
+@option_groups
 def audit_online_cmd(
     model: str = ModelOpt,
     input: Path = typer.Option(..., "--input", help=".txt/.md/.pdf/.epub (one text), a folder of them, "
@@ -41,10 +41,7 @@ def audit_online_cmd(
                                                "(1 = member): label the windows and report the window AUROC"),
     text_column: str = TextColumnOpt,
     bos: str = BosOpt,
-    device: str = DeviceOpt,
-    dtype: str = DtypeOpt,
-    allow_pickle: bool = PickleOpt,
-    trust_remote_code: bool = RemoteCodeOpt,
+    options: ModelOptions = ModelOptions(),
 ) -> None:
     """Sliding-window (online) detection: a score for every window of W tokens along each text."""
     if method not in stats_only_methods():
@@ -59,7 +56,7 @@ def audit_online_cmd(
     else:
         data = read_texts(input, text_column=text_column)
     writable(output)
-    lm = LoadOptions(device, dtype, allow_pickle, trust_remote_code).load(model)
+    lm = load(model, options)
     params = OnlineParams(window=window, stride=stride, method=method, k=k, bos=bos)
     if label_column:
         text, spans = join_passages(data["text"].tolist(), data["label"].tolist())

@@ -1,100 +1,69 @@
-"""What the `mia` commands share: option types, `LoadOptions`, input and option checks."""
+"""What the `mia` commands share: option types, method parameters and inputs, input and option checks.
+
+Options that name a need or a parameter say which methods use them, asked of the registry (no command names a
+method); the shared model and backend options are option groups (`groups`).
+"""
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import typer
 
+from ..api import HELPER_NEEDS, check_k
 from ..inputs import datasets
 from ..inputs.tables import read_labelled, read_texts
-from ..methods import get_method
+from ..methods import METHODS, get_method
 from ..methods.helper_texts import ROLES, HelperTexts
-from ..api import HELPER_NEEDS, check_k
-from ..model.language_model import LanguageModel
-from ..model.loading import load_model
+from ..model.options import ModelOptions
 from ..model.policy import BOS_POLICIES, LONG_TEXT_POLICIES
-from ..runs.backends import BACKENDS
-from ..runs.ray_driver import RayOptions, require_ray
+from ..names import unknown_name
 from .app import fail
+from .groups import load
 
 DEFAULT_METHODS = "loss,zlib,min_k,min_k_pp"
 
+
+def users(need: str, methods: list[str] | None = None) -> list[str]:
+    """The methods (of `methods`, default: all registered) that need `need`, in registry order."""
+    return [m for m in (list(METHODS) if methods is None else methods) if need in get_method(m).needs]
+
+
+def k_defaults() -> str:
+    """Each method's own default k, e.g. "0.2 for min_k, min_k_pp; 0.4 for surp" (from the registry)."""
+    by_default: dict = {}
+    for spec in METHODS.values():
+        for info in spec.param_infos:
+            if info.name == "k":
+                by_default.setdefault(info.default, []).append(spec.name)
+    return "; ".join(f"{default:g} for {', '.join(names)}" for default, names in by_default.items())
+
+
 ModelOpt = typer.Option(..., "--model", help="'demo', a local folder, or a Hugging Face hub id")
 MethodsOpt = typer.Option(DEFAULT_METHODS, "--methods", help="comma-separated method names (see: mia methods)")
-KOpt = typer.Option(0.2, "--k", help="fraction of tokens for min_k / min_k_pp")
-MethodsKOpt = typer.Option(None, "--k", help="fraction of tokens for every chosen method with a k (default: each "
-                           "method's own: 0.2 for min_k, min_k_pp, gap_k; 0.4 for surp)")
+KOpt = typer.Option(0.2, "--k", help="fraction of tokens, for a method with a parameter k")
+MethodsKOpt = typer.Option(None, "--k", help=f"fraction of tokens for every chosen method with a k (default: each "
+                           f"method's own: {k_defaults()})")
 TextColumnOpt = typer.Option("text", "--text-column", help="column holding the text in a .csv/.tsv/.jsonl/.json input")
 LabelColumnOpt = typer.Option("label", "--label-column", help="1 = member, 0 = non-member")
 BosOpt = typer.Option("auto", "--bos", help="auto: prepend the document-boundary token; none: reference-code behaviour")
 LongTextOpt = typer.Option("sliding", "--long-text", help="sliding or truncate, for texts longer than the context")
-RefModelOpt = typer.Option(None, "--ref-model", help="reference model for method ref")
-FreqOpt = typer.Option(None, "--freq", help="frequency table for method dc_pdd")
-AOpt = typer.Option(0.01, "--a", help="DC-PDD cap on each token's score")
-DeviceOpt = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
-DtypeOpt = typer.Option("auto", "--dtype", help="auto (bfloat16 on GPUs that support it, else float16; float32 on CPU "
-                         "and MPS), float32, bfloat16, float16 or float64")
-PickleOpt = typer.Option(False, "--allow-pickle", help="allow pickle (.bin) weights: only for trusted sources")
-RemoteCodeOpt = typer.Option(False, "--trust-remote-code", help="run the model repository's own code")
-ParamOpt = typer.Option(None, "--param", help="a method parameter NAME=VALUE, repeatable (e.g. --param m=5)")
+RefModelOpt = typer.Option(None, "--ref-model", help="reference model ('demo', a folder or a hub id), for "
+                           f"{', '.join(users('ref_stats'))}")
+FreqOpt = typer.Option(None, "--freq", help=f"token-frequency table (mia freq build), for {', '.join(users('freq'))}")
+ParamOpt = typer.Option(None, "--param", help="NAME=VALUE for a method parameter, repeatable; see: mia methods")
 NBootOpt = typer.Option(1000, "--n-boot", help="bootstrap resamples for the intervals")
-BackendOpt = typer.Option("local", "--backend", help="local (this process) or ray (model actors on a Ray cluster; "
-                          "pip install -r requirements-scale.txt)")
-RayAddressOpt = typer.Option(None, "--ray-address", help="Ray cluster to use with --backend ray (default: $RAY_ADDRESS, "
-                             "else a new local instance on this machine)")
-RayActorsOpt = typer.Option(None, "--ray-actors", help="model actors with --backend ray (default: one per GPU, "
-                            "else one per CPU)")
 
 ShotsNonmembersOpt = typer.Option(None, "--shots-nonmembers", help="known non-member texts (a file or folder, as "
-                                  "--input) for the prefixes of recall and con_recall; never the scored texts")
+                                  f"--input) for the prefixes of {', '.join(users('shots_nonmembers'))}; never the "
+                                  "scored texts")
 ShotsMembersOpt = typer.Option(None, "--shots-members", help="known member texts (a file or folder) for the member "
-                               "prefix of con_recall; never the scored texts")
-ReferenceOpt = typer.Option(None, "--reference", help="known non-member texts (a file or folder) for camia's "
-                            "reference population; never the scored texts")
+                               f"prefix of {', '.join(users('shots_members'))}; never the scored texts")
+ReferenceOpt = typer.Option(None, "--reference", help=f"known non-member texts (a file or folder) for the reference "
+                            f"population of {', '.join(users('reference'))}; never the scored texts")
 ScoreReferenceOpt = typer.Option(None, "--reference", help="a reference set (a folder from: mia reference build, or "
                                  "'demo' for the demo models) → p_<method> columns; or known non-member texts (a "
-                                 "file or folder) for camia's reference population")
-
-
-@dataclass(frozen=True)
-class LoadOptions:
-    """How a command loads its models (`--device`, `--dtype`, `--allow-pickle`, `--trust-remote-code`)."""
-
-    device: str = "auto"
-    dtype: str = "auto"
-    allow_pickle: bool = False
-    trust_remote_code: bool = False
-
-    def load(self, spec: str) -> LanguageModel:
-        """Load a model with these options, saying so on stderr."""
-        typer.echo(f"loading model {spec} …", err=True)
-        return load_model(spec, **dataclasses.asdict(self))
-
-    def for_driver(self, where: dict) -> "LoadOptions":
-        """This process's options: on CPU with the Ray backend (it then only fingerprints the model, counts
-        tokens and runs methods' own extra passes), leaving this machine's GPUs to the model actors."""
-        return dataclasses.replace(self, device="cpu") if where["backend"] == "ray" else self
-
-
-def backend_options(backend: str, ray_address: str | None, ray_actors: int | None, load: LoadOptions) -> dict:
-    """Where statistics are computed: {"backend", "ray_address", "ray_options"}; checks Ray is installed."""
-    if backend not in BACKENDS:
-        fail(f"--backend must be one of {', '.join(BACKENDS)} (got {backend!r})")
-    if backend == "local":
-        if ray_address or ray_actors:
-            fail("--ray-address and --ray-actors need --backend ray")
-        return {"backend": "local"}
-    if ray_actors is not None and ray_actors < 1:
-        fail(f"--ray-actors must be at least 1 (got {ray_actors})")
-    try:
-        require_ray()
-    except ImportError as err:
-        fail(str(err))
-    return {"backend": "ray", "ray_address": ray_address,
-            "ray_options": RayOptions(actors=ray_actors, model_options=dataclasses.asdict(load))}
+                                 f"file or folder) for the reference population of {', '.join(users('reference'))}")
 
 
 def method_names(spec: str) -> list[str]:
@@ -119,15 +88,60 @@ def check_options(*, k: float | None, bos: str, long_text: str, n_boot: int = 10
         fail(f"--n-boot must be at least 100 (got {n_boot})")
 
 
-def parse_params(pairs: list[str] | None) -> dict:
-    """`--param NAME=VALUE` pairs as a dict; values read as int, float or true/false where they look like one."""
+def parse_params(pairs: list[str] | None, methods: list[str]) -> dict:
+    """`--param NAME=VALUE` pairs as a dict; values read as int, float or true/false where they look like one.
+
+    Each NAME must be a parameter of one of `methods`, or what a chosen supervised method fits (its saved folder);
+    an unknown one gets a "did you mean".
+    """
+    known = list(dict.fromkeys(n for m in methods for n in get_method(m).param_names))
+    fitted = fitted_needs(methods)
     params = {}
     for pair in pairs or []:
         name, sep, raw = pair.partition("=")
-        if not sep or not name.strip():
+        name = name.strip()
+        if not sep or not name:
             fail(f"--param expects NAME=VALUE (got {pair!r})")
-        params[name.strip()] = _literal(raw.strip())
+        if name not in known and name not in fitted:
+            if not known:
+                fail(f"--param {name}: none of the chosen methods ({', '.join(methods)}) takes a parameter")
+            fail(f"--param: {unknown_name('parameter', name, known)} for {', '.join(methods)}; see: mia methods")
+        params[name] = _literal(raw.strip())
     return params
+
+
+def fitted_needs(methods: list[str]) -> dict[str, str]:
+    """{need: method} for the chosen supervised methods: `--param NEED=FOLDER` supplies a fit saved by mia fit."""
+    return {spec.supervised.fits: spec.name for spec in map(get_method, methods) if spec.supervised is not None}
+
+
+def method_inputs(methods: list[str], params: dict, *, ref_model: str | None, freq: Path | None,
+                  options: ModelOptions) -> dict:
+    """What the chosen methods need from the command line, by need: a loaded reference model (`--ref-model`), a
+    frequency table (`--freq`), the folder of a fit saved by mia fit (`--param NEED=FOLDER`, taken out of `params`)."""
+    inputs: dict = {}
+    for need, flag, value in (("ref_stats", "--ref-model", ref_model), ("freq", "--freq", freq)):
+        needing = users(need, methods)
+        if needing and not value:
+            fail(f"{', '.join(needing)} {'needs' if len(needing) == 1 else 'need'} {flag} ({_WHAT[need]})")
+        if value and not needing:
+            fail(f"{flag} is used by none of the chosen methods (it is for {', '.join(users(need)) or 'none'})")
+    if users("ref_stats", methods):
+        inputs["ref_model"] = load(ref_model, options)
+    if users("freq", methods):
+        inputs["freq"] = freq
+    for need, method in fitted_needs(methods).items():
+        if need in params:
+            folder = Path(str(params.pop(need)))
+            if not folder.is_dir():
+                fail(f"--param {need}={folder}: no such folder (save a fit of {method} with: mia fit --method {method})")
+            inputs[need] = folder  # loaded by the method's own loader; its path is recorded in the run
+    return inputs
+
+
+#: What each need an option supplies is, for the message when it is missing.
+_WHAT = {"ref_stats": "a reference model: 'demo', a folder or a hub id",
+         "freq": "a token-frequency table; build one with: mia freq build"}
 
 
 def _literal(raw: str):
@@ -170,15 +184,14 @@ def helper_texts(methods: list[str], files: dict[str, Path | None], *, text_colu
     """The helper texts the methods need, read from the files named (`required`: fail when one is missing)."""
     out = {}
     for role in HELPER_NEEDS:
-        users = [m for m in methods if role in get_method(m).needs]
-        path = files.get(role)
-        if not users:
+        needing, path = users(role, methods), files.get(role)
+        if not needing:
             if path is not None:
                 fail(f"--{role.replace('_', '-')} is used by none of the chosen methods")
             continue
         if path is None:
             if required:
-                fail(f"method {users[0]} needs {ROLES[role]}: --{role.replace('_', '-')} FILE (texts that are "
+                fail(f"method {needing[0]} needs {ROLES[role]}: --{role.replace('_', '-')} FILE (texts that are "
                      "never among the scored ones)")
             continue
         texts = read_texts(path, text_column=text_column)["text"].tolist()

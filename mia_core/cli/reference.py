@@ -10,14 +10,16 @@ import typer
 
 from ..methods import get_method
 from ..model.language_model import LanguageModel
+from ..model.options import ModelOptions
 from ..reference import (
     DEMO_REFERENCE, ReferenceSet, build_reference, check_model, compare, demo_reference, is_reference_folder,
     load_reference, save_reference, setting_conflicts,
 )
 from .app import fail
+from .groups import load, option_groups
 from .options import (
-    BosOpt, DeviceOpt, DtypeOpt, LoadOptions, LongTextOpt, MethodsKOpt, MethodsOpt, ModelOpt, ParamOpt, PickleOpt,
-    RemoteCodeOpt, TextColumnOpt, check_options, is_named_set, method_names, parse_params,
+    BosOpt, LongTextOpt, MethodsKOpt, MethodsOpt, ModelOpt, ParamOpt, TextColumnOpt, check_options, is_named_set,
+    method_names, parse_params,
 )
 from .progress import progress_bar
 from ..inputs import datasets
@@ -42,6 +44,7 @@ def check_reference_methods(names: list[str]) -> None:
 
 
 @reference_app.command("build")
+@option_groups
 def build(
     model: str = ModelOpt,
     input: Path = typer.Option(..., "--input", help="known non-member texts of the same kind as the texts you will "
@@ -53,10 +56,7 @@ def build(
     bos: str = BosOpt,
     long_text: str = LongTextOpt,
     param: Optional[List[str]] = ParamOpt,
-    device: str = DeviceOpt,
-    dtype: str = DtypeOpt,
-    allow_pickle: bool = PickleOpt,
-    trust_remote_code: bool = RemoteCodeOpt,
+    options: ModelOptions = ModelOptions(),
 ) -> None:
     """Score known non-members once and save their scores, for p-values of other texts under the same model."""
     names = method_names(methods)
@@ -67,9 +67,10 @@ def build(
         fail("the reference input has rows labelled as members (label 1); a reference set holds known non-members only")
     if output.exists() and not output.is_dir():
         fail(f"--output must be a folder: {output.name} is a file")
-    lm = LoadOptions(device, dtype, allow_pickle, trust_remote_code).load(model)
+    params = parse_params(param, names)
+    lm = load(model, options)
     reference = build_reference(lm, data["text"].tolist(), names, k=k, bos=bos, long_text=long_text,
-                                params=parse_params(param), source=str(input), progress=progress_bar("scoring"))
+                                params=params, source=str(input), progress=progress_bar("scoring"))
     save_reference(reference, output)
     typer.echo(reference.describe())
     typer.echo(f"wrote {output}", err=True)
@@ -85,7 +86,7 @@ def show(folder: Path = typer.Argument(..., help="a folder written by mia refere
 
 
 def is_reference_set(path: Path | None) -> bool:
-    """Whether `mia score --reference` names a reference set (a saved folder or "demo") rather than camia's texts."""
+    """Whether `mia score --reference` names a reference set (a saved folder or "demo") or a method's reference texts."""
     return path is not None and (is_reference_folder(path) or (str(path) == DEMO_REFERENCE and not path.exists()))
 
 

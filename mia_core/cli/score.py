@@ -14,15 +14,16 @@ from ..inputs import datasets
 from ..inputs.tables import read_texts
 from ..methods.gds.features import GdsSettings
 from ..model.language_model import LanguageModel
+from ..model.options import ModelOptions, ModelRef
 from ..runs.ray_driver import WorkerError
 from ..scoring import score_table
 from .app import fail
 from .reference import add_p_values, is_reference_set, reference_for, resolve_settings
+from .groups import Backend, load, option_groups
 from .options import (
-    AOpt, BackendOpt, BosOpt, DeviceOpt, DtypeOpt, FreqOpt, LabelColumnOpt, LoadOptions, LongTextOpt, MethodsKOpt,
-    MethodsOpt, ModelOpt, NBootOpt, ParamOpt, PickleOpt, RayActorsOpt, RayAddressOpt, ReferenceOpt, RefModelOpt, RemoteCodeOpt,
-    ScoreReferenceOpt, ShotsMembersOpt, ShotsNonmembersOpt, TextColumnOpt, backend_options, check_options, helper_texts, is_named_set,
-    labelled_input, method_names, parse_params, writable,
+    BosOpt, FreqOpt, LabelColumnOpt, LongTextOpt, MethodsKOpt, MethodsOpt, ModelOpt, NBootOpt, ParamOpt, ReferenceOpt,
+    RefModelOpt, ScoreReferenceOpt, ShotsMembersOpt, ShotsNonmembersOpt, TextColumnOpt, check_options, helper_texts,
+    is_named_set, labelled_input, method_inputs, method_names, parse_params, users, writable,
 )
 from .progress import progress_bar
 
@@ -35,22 +36,8 @@ DEMO_SET_NOTES = {
 }
 
 
-def method_inputs(methods: list[str], *, ref_model: str | None, freq: Path | None, a: float,
-                  load: LoadOptions) -> dict:
-    """What the chosen methods need from the command line: a loaded reference model, a frequency table and its cap."""
-    inputs: dict = {}
-    if "ref" in methods:
-        if not ref_model:
-            fail("method ref needs --ref-model")
-        inputs["ref_model"] = load.load(ref_model)
-    if "dc_pdd" in methods:
-        if not freq:
-            fail("method dc_pdd needs --freq (build one with: mia freq build)")
-        inputs.update(freq=freq, a=a)
-    return inputs
-
-
 @commands.command("score")
+@option_groups
 def score(
     model: str = ModelOpt,
     input: Path = typer.Option(..., "--input", help=".txt/.md/.pdf/.epub (one document = one text), a folder of them, "
@@ -63,35 +50,29 @@ def score(
     long_text: str = LongTextOpt,
     ref_model: Optional[str] = RefModelOpt,
     freq: Optional[Path] = FreqOpt,
-    a: float = AOpt,
     param: Optional[List[str]] = ParamOpt,
     shots_nonmembers: Optional[Path] = ShotsNonmembersOpt,
     shots_members: Optional[Path] = ShotsMembersOpt,
     reference: Optional[Path] = ScoreReferenceOpt,
-    device: str = DeviceOpt,
-    dtype: str = DtypeOpt,
-    allow_pickle: bool = PickleOpt,
-    trust_remote_code: bool = RemoteCodeOpt,
-    backend: str = BackendOpt,
-    ray_address: Optional[str] = RayAddressOpt,
-    ray_actors: Optional[int] = RayActorsOpt,
+    options: ModelOptions = ModelOptions(),
+    backend: Backend = Backend(),
 ) -> None:
     """Score texts with membership-inference methods (higher = more likely a member)."""
     names = method_names(methods)
     check_options(k=k, bos=bos, long_text=long_text)
     data = datasets.load(str(input)) if is_named_set(input) else read_texts(input, text_column=text_column)
-    against = is_reference_set(reference)  # a reference set for p-values, else camia's reference texts
+    against = is_reference_set(reference)  # a reference set for p-values, else a method's reference population
     helpers = helper_texts(names, {"shots_nonmembers": shots_nonmembers, "shots_members": shots_members,
                                    "reference": None if against else reference}, required=True)
-    params = parse_params(param)
+    params = parse_params(param, names)
+    writable(output)
+    inputs = method_inputs(names, params, ref_model=ref_model, freq=freq, options=options)
     if against:
         k, params = resolve_settings(reference, k=k, bos=bos, long_text=long_text, params=params)
-    writable(output)
-    load = LoadOptions(device, dtype, allow_pickle, trust_remote_code)
-    where = backend_options(backend, ray_address, ray_actors, load)
-    lm = load.for_driver(where).load(model)
+    where = backend.where(ModelRef(model, options))
+    lm = load(model, backend.driver(options))
     ref_set = reference_for(reference, lm, names, k=k, bos=bos, params=params) if against else None
-    extra = {**params, **method_inputs(names, ref_model=ref_model, freq=freq, a=a, load=load), **helpers}
+    extra = {**params, **inputs, **helpers}
     texts = data["text"].tolist()
     progress = progress_bar("scoring")
     try:
@@ -106,6 +87,7 @@ def score(
 
 
 @commands.command("eval")
+@option_groups
 def evaluate_cmd(
     model: str = ModelOpt,
     input: Path = typer.Option(..., "--input", help=".csv/.tsv/.jsonl/.json with a text and a 0/1 label column, "
@@ -119,7 +101,6 @@ def evaluate_cmd(
     long_text: str = LongTextOpt,
     ref_model: Optional[str] = RefModelOpt,
     freq: Optional[Path] = FreqOpt,
-    a: float = AOpt,
     n_boot: int = NBootOpt,
     seed: int = typer.Option(0, "--seed", help="seed of the bootstrap and the blind baseline"),
     per_class: Optional[int] = typer.Option(None, "--per-class", help="evaluate a seeded sample of at most this many "
@@ -136,16 +117,12 @@ def evaluate_cmd(
     n_shots: Optional[int] = typer.Option(None, "--n-shots", help="prefix shots per class split off the labelled "
                                           "input when no --shots-* file is given (default: n_shots, else 10)"),
     reference_fraction: float = typer.Option(0.3, "--reference-fraction", help="share of the non-members split off "
-                                             "as camia's reference population when no --reference is given"),
+                                             f"as the reference population of {', '.join(users('reference'))} when "
+                                             "no --reference is given"),
     helper_seed: int = typer.Option(0, "--helper-seed", help="seed of that split; split-off texts are scored by no "
                                     "method"),
-    device: str = DeviceOpt,
-    dtype: str = DtypeOpt,
-    allow_pickle: bool = PickleOpt,
-    trust_remote_code: bool = RemoteCodeOpt,
-    backend: str = BackendOpt,
-    ray_address: Optional[str] = RayAddressOpt,
-    ray_actors: Optional[int] = RayActorsOpt,
+    options: ModelOptions = ModelOptions(),
+    backend: Backend = Backend(),
 ) -> None:
     """Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and the blind baseline."""
     names = [m for m in method_names(methods) if not (m == "gds" and fit_gds is not None)]
@@ -158,16 +135,10 @@ def evaluate_cmd(
     writable(output)
     if scores_output is not None:
         writable(scores_output)
-    load = LoadOptions(device, dtype, allow_pickle, trust_remote_code)
-    where = backend_options(backend, ray_address, ray_actors, load)
-    lm = load.for_driver(where).load(model)
-    params = parse_params(param)
-    inputs = method_inputs(names, ref_model=ref_model, freq=freq, a=a, load=load)
-    if "classifier" in params:
-        inputs["classifier"] = params.pop("classifier")
-    if "a" in inputs:
-        params["a"] = inputs.pop("a")
-    inputs.update(helpers)
+    params = parse_params(param, names)
+    inputs = {**method_inputs(names, params, ref_model=ref_model, freq=freq, options=options), **helpers}
+    where = backend.where(ModelRef(model, options))
+    lm = load(model, backend.driver(options))
     try:
         split = HelperSplit(n_shots=int(params.get("n_shots", HelperSplit.n_shots)) if n_shots is None else n_shots,
                             reference_fraction=reference_fraction, seed=helper_seed)

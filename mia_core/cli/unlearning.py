@@ -13,11 +13,10 @@ from ..audit.unlearning import UnlearningParams, audit_unlearning
 from ..csv_safe import to_csv_safe
 from ..inputs.tables import read_texts
 from ..methods import get_method, stats_only_methods
+from ..model.options import ModelOptions
 from .app import fail
-from .options import (
-    BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, PickleOpt, RemoteCodeOpt, TextColumnOpt, check_options,
-    writable,
-)
+from .groups import load, option_groups
+from .options import BosOpt, KOpt, TextColumnOpt, check_options, writable
 from .progress import progress_bar
 
 commands = typer.Typer()
@@ -38,6 +37,7 @@ def check_audit_options(*, method: str, chunk_words: int, band: float) -> None:
 
 
 @commands.command("audit-unlearning")
+@option_groups
 def audit_unlearning_cmd(
     original: str = typer.Option(..., "--original", help="the model before unlearning: 'demo', a folder or a hub id"),
     unlearned: str = typer.Option(..., "--unlearned", help="the model after unlearning"),
@@ -50,18 +50,14 @@ def audit_unlearning_cmd(
     band: float = typer.Option(1.15, "--band", help="suspect when the score ratio lies in (1/band, band)"),
     text_column: str = TextColumnOpt,
     bos: str = BosOpt,
-    device: str = DeviceOpt,
-    dtype: str = DtypeOpt,
-    allow_pickle: bool = PickleOpt,
-    trust_remote_code: bool = RemoteCodeOpt,
+    options: ModelOptions = ModelOptions(),
 ) -> None:
     """Unlearning audit (Min-K% paper §7): chunks scoring alike under both models are suspects."""
     check_audit_options(method=method, chunk_words=chunk_words, band=band)
     check_options(k=k, bos=bos, long_text="sliding")
     data = read_texts(input, text_column=text_column)
     writable(output)
-    load = LoadOptions(device, dtype, allow_pickle, trust_remote_code)
-    models = load.load(original), load.load(unlearned)
+    models = load(original, options), load(unlearned, options)
     params = UnlearningParams(chunk_words=chunk_words, method=method, k=k, band=band, bos=bos)
     table = audit_unlearning(*models, data["text"].tolist(), sources=data["id"].tolist(), params=params,
                              progress=progress_bar("scoring chunks under both models", None))

@@ -3,11 +3,11 @@
 Ray is optional (`requirements-scale.txt`) and imported only here, only when this backend runs.
 The driver cuts the work into chunks (the local path's batches), builds a `ray.data` dataset of
 them and runs `map_batches` with `ChunkWorker`, a callable class whose actors each load the model
-by its spec (never a model object) and check its fingerprint. Workers send back compact results —
-scores, or `TokenStats` arrays packed as npz bytes, never logits — which the driver consumes as
-they stream (`iter_batches`), so a caller can commit each chunk at once. A chunk whose call raises
-comes back as error rows; the driver runs those chunks again (another Ray pass) and reports what
-still fails, keeping everything finished.
+by its reference (a `ModelRef`: spec and load options, never a model object) and check its
+fingerprint. Workers send back compact results — scores, or `TokenStats` arrays packed as npz
+bytes, never logits — which the driver consumes as they stream (`iter_batches`), so a caller can
+commit each chunk at once. A chunk whose call raises comes back as error rows; the driver runs
+those chunks again (another Ray pass) and reports what still fails, keeping everything finished.
 """
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from . import ray_env  # noqa: I001  (first: Ray reads these settings when it is
 import logging
 import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 
 from ..model.forward import pack_lengths, split_windows
 from ..model.language_model import LanguageModel
+from ..model.options import ModelRef
 from ..model.policy import StatsPolicy
 from ..api import TokenStats
 from .ray_worker import FAIL_ENV, ChunkWorker
@@ -48,10 +48,9 @@ class RayOptions:
     """Model actors; None: one per GPU of the cluster, else one per `cpus_per_actor` CPUs (never more than chunks)."""
     cpus_per_actor: int = 1
     """CPUs (and torch threads) each actor takes on a cluster without GPUs."""
-    model: str | None = None
-    """Model spec the workers load; None: the run's spec, or the driver model's folder."""
-    model_options: dict | None = None
-    """`load_model` options on the workers (device, dtype, allow_pickle, …); None: the driver model's dtype and context."""
+    model: ModelRef | None = None
+    """The model the statistics workers load and how; None: the driver model's spec, dtype and context
+    (`ModelRef.of`). A book audit's workers load the audit's own reference."""
     runtime_env: dict | None = None
     """Ray runtime env for the actors (e.g. pip, working_dir); `FORWARD_ENV` variables are added."""
     retries: int = 1
@@ -97,22 +96,6 @@ def connect(address: str | None = None):
     context.enable_progress_bars = False
     context.print_on_execution_start = False
     return ray
-
-
-def model_spec_of(lm: LanguageModel) -> str:
-    """The spec a worker loads to get the driver's model: "demo", "demo-known", a folder (absolute) or a hub id."""
-    return absolute_spec(lm.spec)
-
-
-def absolute_spec(spec: str) -> str:
-    """A local folder as an absolute path (workers run elsewhere); any other spec unchanged."""
-    path = Path(spec).expanduser()
-    return str(path.resolve()) if spec not in ("demo", "demo-known") and path.is_dir() else spec
-
-
-def model_options_of(lm: LanguageModel) -> dict:
-    """Worker load options that reproduce the driver model's numbers: its dtype and context length."""
-    return {"dtype": str(lm.dtype).removeprefix("torch."), "max_length": lm.max_length}
 
 
 def run_chunks(chunks: list[Chunk], job: dict, options: RayOptions,
@@ -208,9 +191,8 @@ def token_stats(lm: LanguageModel, texts: list[str], *, bos: str = "auto", long_
     costs = [_cost(len(ids) + 1, lm.max_length, long_text) for ids in lm.tokenizer(texts)["input_ids"]]
     budget = options.chunk_tokens or (GPU_CHUNK_TOKENS if cluster_has_gpus(options) else CPU_CHUNK_TOKENS)
     chunks = [(ids, [texts[j] for j in ids]) for ids in pack_lengths(costs, budget)]
-    job = {"task": stats_task, "failed_rows": stats_failed, "model": absolute_spec(options.model) if options.model else model_spec_of(lm),
-           "fingerprint": lm.fingerprint, "load": options.model_options or model_options_of(lm),
-           "bos": bos, "long_text": long_text}
+    job = {"task": stats_task, "failed_rows": stats_failed, "model": (options.model or ModelRef.of(lm)).portable(),
+           "fingerprint": lm.fingerprint, "bos": bos, "long_text": long_text}
     out: list[TokenStats | None] = [None] * len(texts)
     total, done = sum(costs), 0
 

@@ -2,16 +2,14 @@
 
 Generic: the job spec carries the task as a function (`job["task"](lm, texts, job) -> DataFrame`)
 and the rows to return when it fails (`job["failed_rows"](n) -> DataFrame`), so this module never
-imports what it runs (an audit, a statistics pass). Each actor loads the model by its spec and
-checks the fingerprint; errors come back in the rows, never raised, so one failing chunk cannot
-stop a run.
+imports what it runs (an audit, a statistics pass). Each actor loads the model by its reference (a
+`ModelRef`: spec and load options, never a model object) and checks the fingerprint; errors come
+back in the rows, never raised, so one failing chunk cannot stop a run.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from ..model.loading import load_model
 
 #: Failure drill (read by the driver): comma-separated chunk numbers whose first attempt raises in the worker.
 FAIL_ENV = "MIA_LENS_RAY_FAIL_CHUNKS"
@@ -21,7 +19,7 @@ class ChunkWorker:
     """A Ray actor holding one loaded model; called with a batch of chunks, returns one row per id.
 
     `job`: {"task": fn(lm, texts, job) -> DataFrame, "failed_rows": fn(n) -> DataFrame of the same
-    columns, "model": spec, "fingerprint": the run's, "load": `load_model` options, plus whatever
+    columns, "model": a `ModelRef` (which model, how it is loaded), "fingerprint": the run's, plus whatever
     the task reads}. Errors — loading, a fingerprint that differs, a chunk that raises — are
     returned in the rows' `error` column, never raised.
     """
@@ -29,9 +27,9 @@ class ChunkWorker:
     def __init__(self, job: dict, drill: tuple[int, ...] = ()) -> None:
         self.job, self.drill, self.lm, self.error = job, set(drill), None, ""
         try:
-            self.lm = load_model(job["model"], **job["load"])
+            self.lm = job["model"].load()
             if self.lm.fingerprint != job["fingerprint"]:
-                self.error = (f"the worker's model {job['model']} has fingerprint {self.lm.fingerprint}, "
+                self.error = (f"the worker's model {job['model'].spec} has fingerprint {self.lm.fingerprint}, "
                               f"not {job['fingerprint']} (a different model or files on this node)")
         except Exception as err:  # reported per row; the driver retries, then reports
             self.error = f"{type(err).__name__}: {err}".splitlines()[0]

@@ -16,6 +16,7 @@ from mia_core import datasets
 from mia_core.audit.books import VERDICT_SHORT, VERDICTS
 from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import Book, read_books, read_calibration
+from mia_core.model.options import ModelRef
 from mia_core.palette import LABEL_COLOURS, MEMBER, NEUTRAL, NONMEMBER
 from mia_core.runs.store import ResultsStore
 
@@ -95,8 +96,8 @@ def scored_cli_run(path: Path, method: str) -> str:
     """A finished run of the demo books as the CLI could store it, with made-up scores (members higher)."""
     store = ResultsStore(path)
     settings = AuditSettings(method=method, params={}, snippet_words=64, max_snippets_per_book=1, n_boot=50)
-    run_id = plan_audit(store, SimpleNamespace(fingerprint="cli"), "demo-known", read_books("demo-books")[0],
-                        read_calibration("demo-books")[0], settings)
+    run_id = plan_audit(store, ModelRef("demo-known"), read_books("demo-books")[0],
+                        read_calibration("demo-books")[0], settings, lm=SimpleNamespace(fingerprint="cli"))
     planned = store.pending(run_id)
     noise = np.random.default_rng(0).normal(0, 0.1, len(planned))
     scores = planned[["snippet_id"]].assign(score=planned["label"].astype(float).fillna(0.5).to_numpy() + noise,
@@ -125,8 +126,8 @@ def hand_scored_run(path: Path, spec: str, books: list[Book], member: dict[str, 
     """A finished run scored by hand with a known truth: snippets of member books ≈ 1, of the others ≈ 0 (sd 0.1)."""
     store = ResultsStore(path)
     settings = AuditSettings(method="min_k_pp", params={"k": 0.2}, snippet_words=64, max_snippets_per_book=5, n_boot=50)
-    run_id = plan_audit(store, SimpleNamespace(fingerprint="hand"), spec, books, read_calibration("demo-books")[0],
-                        settings)
+    run_id = plan_audit(store, ModelRef(spec), books, read_calibration("demo-books")[0],
+                        settings, lm=SimpleNamespace(fingerprint="hand"))
     planned = store.pending(run_id)
     truth = planned["label"].astype(float).fillna(planned["book"].map(member)).to_numpy()
     noise = np.random.default_rng(1).normal(0, 0.1, len(planned))

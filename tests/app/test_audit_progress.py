@@ -14,6 +14,7 @@ from mia_core import load_model
 from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import Book
 from mia_core.audit.timing import ModelSpeed
+from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
 from ui.audit_progress import model_speeds
 from ui.jobs import job_threads, start_job, start_scoring
@@ -44,7 +45,7 @@ def small_run(store: ResultsStore, lm, spec: str) -> str:
     calibration = [Book(f"c{i}", texts[i], "test", i % 2) for i in range(4)]
     books = [Book(f"b{i}", texts[4 + i], "test") for i in range(2)]
     settings = AuditSettings(method="loss", params={}, snippet_words=10, n_boot=50, batch_snippets=4)
-    return plan_audit(store, lm, spec, books, calibration, settings)
+    return plan_audit(store, ModelRef(spec), books, calibration, settings, lm=lm)
 
 
 def test_a_fresh_session_without_a_run_link_shows_the_running_job(store_path, tiny_model_dir, tiny_app):

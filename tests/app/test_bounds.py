@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import Book
 from mia_core.limits import MAX_BACKGROUND_JOBS, MAX_HEATMAP_TOKENS, MAX_REQUEST_CHARS
+from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
 from ui.jobs import job_threads, public_message, start_job, waiting_message
 
@@ -129,8 +130,8 @@ def test_second_background_job_waits_for_a_free_slot(tiny_model_dir, store_path)
     texts = random_texts(8, seed=9, min_words=30, max_words=30)
     books = [Book(f"b{i}", texts[i], "test") for i in range(2)]
     calibration = [Book(f"c{i}", texts[2 + i], "test", i % 2) for i in range(2)]
-    run_id = plan_audit(ResultsStore(store_path), SimpleNamespace(fingerprint="fp"), str(tiny_model_dir), books,
-                        calibration, AuditSettings(method="loss", params={}, snippet_words=10))
+    run_id = plan_audit(ResultsStore(store_path), ModelRef(str(tiny_model_dir)), books, calibration,
+                        AuditSettings(method="loss", params={}, snippet_words=10), lm=SimpleNamespace(fingerprint="fp"))
     try:
         first = start_job("busy-run", work("a", release_a))
         deadline = time.time() + 10

@@ -123,14 +123,14 @@ def test_audit_page_shows_a_run_made_outside_the_dashboard(server, store_path):
     """A run scored by another process (as the CLI does) opens on the Book audit page by its id."""
     from playwright.sync_api import sync_playwright
 
-    from mia_core import load_model
     from mia_core.audit.jobs import AuditSettings, run_audit
     from mia_core.audit.sources import read_books, read_calibration
+    from mia_core.model.options import ModelRef
     from mia_core.runs.store import ResultsStore
 
     settings = AuditSettings(snippet_words=64, max_snippets_per_book=2)
-    result = run_audit(load_model("demo-known"), "demo-known", read_books("demo-books")[0],
-                       read_calibration("demo-books")[0], settings, ResultsStore(store_path))
+    result = run_audit(ModelRef("demo-known"), read_books("demo-books")[0], read_calibration("demo-books")[0], settings,
+                       ResultsStore(store_path))
     run_id = result.run["run_id"]
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:

@@ -20,6 +20,7 @@ from mia_core.audit import report
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from mia_core.audit.report import write_report
 from mia_core.audit.sources import Book
+from mia_core.model.options import ModelRef
 from mia_core.model.stats_cache import StatsCache
 from mia_core.runs.store import ResultsStore
 from mia_core.scoring import score_texts
@@ -58,7 +59,7 @@ def scored_store(path: Path) -> tuple[ResultsStore, str]:
     """A planned run with made-up scores (member calibration snippets higher), no model needed."""
     store = ResultsStore(path)
     books, calibration = library()
-    run_id = plan_audit(store, SimpleNamespace(fingerprint="fp"), "tiny", books, calibration, SETTINGS)
+    run_id = plan_audit(store, ModelRef("tiny"), books, calibration, SETTINGS, lm=SimpleNamespace(fingerprint="fp"))
     planned = store.results(run_id)
     rng = np.random.default_rng(0)
     scores = planned["label"].astype(float).fillna(0.5).to_numpy() + rng.normal(0, 0.3, len(planned))
@@ -72,9 +73,9 @@ def test_a_named_job_with_another_plan_is_refused_and_the_same_plan_resumes(tmp_
     store = ResultsStore(tmp_path / "r.duckdb")
     books, calibration = library()
     fake = SimpleNamespace(fingerprint="fp")
-    assert plan_audit(store, fake, "tiny", books, calibration, SETTINGS, run_id="mine") == "mine"
+    assert plan_audit(store, ModelRef("tiny"), books, calibration, SETTINGS, run_id="mine", lm=fake) == "mine"
     analysis_only = replace(SETTINGS, rule="accuracy", target_fpr=0.2, seed=3, batch_snippets=2)
-    assert plan_audit(store, fake, "tiny", books, calibration, analysis_only, run_id="mine") == "mine"
+    assert plan_audit(store, ModelRef("tiny"), books, calibration, analysis_only, run_id="mine", lm=fake) == "mine"
 
     edited = [books[0], Book("audit-b", words(2 * W, "z"), "test")]  # same names, other text
     relabelled = [replace(calibration[0], label=0), *calibration[1:]]
@@ -86,7 +87,7 @@ def test_a_named_job_with_another_plan_is_refused_and_the_same_plan_resumes(tmp_
     }
     for what, (lm, audit, cal, settings) in refusals.items():
         with pytest.raises(ValueError, match="job mine") as err:
-            plan_audit(store, lm, "tiny", audit, cal, settings, run_id="mine")
+            plan_audit(store, ModelRef("tiny"), audit, cal, settings, run_id="mine", lm=lm)
         assert what in str(err.value), (what, str(err.value))
     texts = store.snippet_texts("mine", ["audit-b#00000", "audit-b#00001"])
     assert list(texts) == [expected_text("audit-b#00000"), expected_text("audit-b#00001")]  # the old texts stay
@@ -97,14 +98,14 @@ def test_a_run_stored_before_plans_were_kept_is_checked_against_its_stored_snipp
     store = ResultsStore(tmp_path / "r.duckdb")
     books, calibration = library()
     fake = SimpleNamespace(fingerprint="fp")
-    plan_audit(store, fake, "tiny", books, calibration, SETTINGS, run_id="old")
+    plan_audit(store, ModelRef("tiny"), books, calibration, SETTINGS, run_id="old", lm=fake)
     con = duckdb.connect(str(store.path))
     con.execute("UPDATE runs SET plan = NULL WHERE run_id = 'old'")  # as an older version stored it
     con.close()
     with pytest.raises(ValueError, match="audit books"):
-        plan_audit(store, fake, "tiny", [books[0], Book("audit-b", words(2 * W, "z"), "test")], calibration, SETTINGS,
-                   run_id="old")
-    assert plan_audit(store, fake, "tiny", books, calibration, SETTINGS, run_id="old") == "old"
+        plan_audit(store, ModelRef("tiny"), [books[0], Book("audit-b", words(2 * W, "z"), "test")], calibration, SETTINGS,
+                   run_id="old", lm=fake)
+    assert plan_audit(store, ModelRef("tiny"), books, calibration, SETTINGS, run_id="old", lm=fake) == "old"
 
 
 def test_reusing_a_job_id_with_other_books_through_the_cli_is_exit_2(tmp_path):
@@ -149,6 +150,7 @@ import os, signal, sys
 from pathlib import Path
 import mia_core.audit.jobs as jobs
 import mia_core.runs.store as store_mod
+from mia_core.model.options import ModelRef
 from tests.audit.test_job_hardening import SETTINGS, library, tiny_lm
 
 store_path, stage, cache = sys.argv[1:4]
@@ -167,8 +169,8 @@ else:  # killed while scoring the third batch, after two were committed
 store = store_mod.ResultsStore(store_path)
 books, calibration = library()
 lm = tiny_lm(Path(cache))
-run_id = jobs.plan_audit(store, lm, "tiny", books, calibration, SETTINGS)
-jobs.run_scoring(store, run_id, lm)
+run_id = jobs.plan_audit(store, ModelRef("tiny"), books, calibration, SETTINGS, lm=lm)
+jobs.run_scoring(store, run_id, ModelRef.of(lm), lm=lm)
 print("not killed")
 """
 
@@ -187,7 +189,7 @@ def test_kill_9_while_planning_leaves_no_half_planned_run(tmp_path):
     assert store.runs().empty  # not a run with 0 (or some) snippets: the whole plan was rolled back
     books, calibration = library()
     lm = tiny_lm(tmp_path / "cache")
-    plan_audit(store, lm, "tiny", books, calibration, SETTINGS)
+    plan_audit(store, ModelRef("tiny"), books, calibration, SETTINGS, lm=lm)
     assert store.runs()["n_snippets"].tolist() == [N_SNIPPETS]
 
 
@@ -202,7 +204,7 @@ def test_kill_9_while_scoring_then_resume_loses_and_duplicates_nothing(tmp_path)
     assert len(before) == 2 * SETTINGS.batch_snippets and before["session"].nunique() == 1
 
     lm = tiny_lm(tmp_path / "cache")
-    assert run_scoring(store, run_id, lm) == N_SNIPPETS - len(before)
+    assert run_scoring(store, run_id, ModelRef.of(lm), lm=lm) == N_SNIPPETS - len(before)
     after = store.results(run_id).set_index("snippet_id")
     con = duckdb.connect(str(path))
     rows, distinct = con.execute("SELECT count(*), count(DISTINCT snippet_id) FROM scores").fetchone()

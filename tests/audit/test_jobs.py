@@ -15,6 +15,7 @@ import pytest
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_audit, run_scoring
 from mia_core.audit.report import report_html, snippet_heatmap, write_report
 from mia_core.audit.sources import Book
+from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
 from mia_core.scoring import score_texts
 
@@ -42,7 +43,7 @@ def library(membership):
 def test_audit_ranks_member_books_higher_and_scores_equal_direct_scoring(library, tmp_path):
     lm, calibration, audit = library
     store = ResultsStore(tmp_path / "r.duckdb")
-    result = run_audit(lm, "tiny", audit, calibration, SETTINGS, store)
+    result = run_audit(ModelRef("tiny"), audit, calibration, SETTINGS, store, lm=lm)
     books = result.books.set_index("book")
     member_prev = books.loc[["member-0", "member-1"], "prevalence"].mean()
     held_out_prev = books.loc[["held-out-0", "held-out-1"], "prevalence"].mean()
@@ -60,8 +61,8 @@ def test_audit_ranks_member_books_higher_and_scores_equal_direct_scoring(library
 def test_rerun_resumes_without_recomputing(library, tmp_path, monkeypatch):
     lm, calibration, audit = library
     store = ResultsStore(tmp_path / "r.duckdb")
-    run_id = plan_audit(store, lm, "tiny", audit, calibration, SETTINGS)
-    assert plan_audit(store, lm, "tiny", audit, calibration, SETTINGS) == run_id  # same inputs → same job
+    run_id = plan_audit(store, ModelRef("tiny"), audit, calibration, SETTINGS, lm=lm)
+    assert plan_audit(store, ModelRef("tiny"), audit, calibration, SETTINGS, lm=lm) == run_id  # same inputs → same job
 
     calls = []
 
@@ -75,25 +76,25 @@ def test_rerun_resumes_without_recomputing(library, tmp_path, monkeypatch):
     original = jobs.score_snippets
     monkeypatch.setattr(jobs, "score_snippets", fail_after_two_batches)
     with pytest.raises(KeyboardInterrupt):
-        run_scoring(store, run_id, lm)
+        run_scoring(store, run_id, ModelRef.of(lm), lm=lm)
     assert store.progress(run_id)[0] == 2 * SETTINGS.batch_snippets
     assert store.run(run_id)["status"] == "interrupted"
     first = store.results(run_id).dropna(subset=["score"])
     monkeypatch.setattr(jobs, "score_snippets", original)
-    computed = run_scoring(store, run_id, lm)
+    computed = run_scoring(store, run_id, ModelRef.of(lm), lm=lm)
     scored, planned = store.progress(run_id)
     assert computed == planned - len(first) and scored == planned
     after = store.results(run_id).set_index("snippet_id")
     pd.testing.assert_series_equal(after.loc[first["snippet_id"], "session"], first.set_index("snippet_id")["session"])
     assert after["session"].nunique() == 2
     with pytest.raises(ValueError, match="not finished"):
-        audit_result(store, plan_audit(store, lm, "tiny", audit[:1], calibration, SETTINGS))
+        audit_result(store, plan_audit(store, ModelRef("tiny"), audit[:1], calibration, SETTINGS, lm=lm))
 
 
 def test_analysis_can_be_redone_without_the_model(library, tmp_path):
     lm, calibration, audit = library
     store = ResultsStore(tmp_path / "r.duckdb")
-    first = run_audit(lm, "tiny", audit, calibration, SETTINGS, store)
+    first = run_audit(ModelRef("tiny"), audit, calibration, SETTINGS, store, lm=lm)
     again = audit_result(store, first.run["run_id"], AuditSettings(**{**SETTINGS.__dict__, "rule": "accuracy"}))
     assert again.calibration.rule == "accuracy"
     with pytest.raises(ValueError, match="scored with"):
@@ -103,7 +104,7 @@ def test_analysis_can_be_redone_without_the_model(library, tmp_path):
 def test_report_is_self_contained_and_escapes_book_text(library, tmp_path):
     lm, calibration, audit = library
     evil = Book("<script>alert(1)</script>", audit[0].text.replace("\n", " <b>bold</b>\n", 1), "test")
-    result = run_audit(lm, "tiny", [evil, *audit[1:]], calibration, SETTINGS, ResultsStore(tmp_path / "r.duckdb"))
+    result = run_audit(ModelRef("tiny"), [evil, *audit[1:]], calibration, SETTINGS, ResultsStore(tmp_path / "r.duckdb"), lm=lm)
     paths = write_report(result, tmp_path / "out", lm)
     page = paths["report"].read_text()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page

@@ -17,6 +17,7 @@ from mia_core.audit.calibration import calibrate
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit
 from mia_core.audit.report import report_html
 from mia_core.audit.sources import Book
+from mia_core.model.options import ModelRef
 from mia_core.palette import MEMBER, NONMEMBER
 from mia_core.runs.store import ResultsStore
 
@@ -93,7 +94,7 @@ def test_report_book_table_puts_the_verdict_first_and_escapes_names(tmp_path):
     cal_books = [Book(f"cal{i}", words(100, f"c{i}"), "test", int(i < 2)) for i in range(4)]
     audit = [Book(EVIL, words(100, "e"), "test"), Book("plain", words(100, "p"), "test")]
     settings = AuditSettings(method="loss", params={}, snippet_words=10, n_boot=50)
-    run_id = plan_audit(store, SimpleNamespace(fingerprint="hand"), "hand", audit, cal_books, settings)
+    run_id = plan_audit(store, ModelRef("hand"), audit, cal_books, settings, lm=SimpleNamespace(fingerprint="hand"))
     planned = store.pending(run_id)
     member = planned["label"].astype(float).fillna(planned["book"].map({EVIL: 1.0, "plain": 0.0})).to_numpy()
     scores = planned[["snippet_id"]].assign(score=member + np.random.default_rng(2).normal(0, 0.1, len(planned)),

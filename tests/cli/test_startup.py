@@ -17,20 +17,22 @@ from mia_core.cli.lazy import module_group
 
 from tests.support.cli_runner import run_cli
 
-#: Every command and its parameters before the command line became lazy (commit 63ea285), in order.
+#: Every command and its parameters, in order: as before the command line became lazy (commit 63ea285), with the
+#: deliberate changes since: `--a` gone (`--param a=…`); `mia methods` and `mia freq build` take the model options
+#: (`methods --model` lists what a model allows).
 BEFORE = {
-    "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --a --param "
+    "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --param "
              "--shots-nonmembers --shots-members --reference --device --dtype --allow-pickle --trust-remote-code "
              "--backend --ray-address --ray-actors",
     "eval": "--model --input --output --methods --label-column --text-column --k --bos --long-text --ref-model --freq "
-            "--a --n-boot --seed --per-class --fit-gds --gds-seed --gds-max-tokens --scores-output --param "
+            "--n-boot --seed --per-class --fit-gds --gds-seed --gds-max-tokens --scores-output --param "
             "--shots-nonmembers --shots-members --reference --n-shots --reference-fraction --helper-seed --device "
             "--dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
     "dataset-inference": "--model --suspect --validation --output --text-column --shuffles --seed --alpha --max-train "
                          "--epochs --lowercase/--no-lowercase --ref-model --bos --long-text --device --dtype "
                          "--allow-pickle --trust-remote-code",
     "datasets": "",
-    "methods": "",
+    "methods": "--model --device --dtype --allow-pickle --trust-remote-code",
     "audit-books": "--model --calibration --books --output-dir --method --k --param --snippet-words "
                    "--max-snippets-per-book --rule --target-fpr --bos --seed --n-boot --store --job-id --batch-snippets "
                    "--device --dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
@@ -38,7 +40,7 @@ BEFORE = {
                     "--device --dtype --allow-pickle --trust-remote-code",
     "audit-unlearning": "--original --unlearned --input --output --chunk-words --method --k --band --text-column --bos "
                         "--device --dtype --allow-pickle --trust-remote-code",
-    "freq build": "--model --output --corpus MORE --text-field",
+    "freq build": "--model --output --corpus MORE --text-field --device --dtype --allow-pickle --trust-remote-code",
     "demo build": "--seed --output-dir --epochs --lr",
     "gds fit": "--model --input --output --train-fraction --seed --label-column --text-column --max-tokens "
                "--batch-tokens --device --dtype --allow-pickle --trust-remote-code",

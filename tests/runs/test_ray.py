@@ -16,6 +16,7 @@ from mia_core.runs import ray_driver as ray_backend
 from mia_core.runs import ray_worker, stats_task
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from mia_core.audit.sources import Book
+from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
 from mia_core.runs.ray_driver import RayOptions, WorkerError
 from mia_core.runs.ray_worker import FAIL_ENV
@@ -97,8 +98,8 @@ def test_stats_travel_as_compact_arrays(driver_lm):
 
 def test_worker_reports_errors_per_row_and_refuses_another_model(driver_lm, model_dir, tmp_path):
     """The actor class in-process: a failing chunk or a different model comes back as error rows, never raised."""
-    job = {"task": stats_task.stats_task, "failed_rows": stats_task.stats_failed, "model": str(model_dir), "fingerprint": driver_lm.fingerprint, "load": {},
-           "bos": "auto", "long_text": "sliding"}
+    job = {"task": stats_task.stats_task, "failed_rows": stats_task.stats_failed, "model": ModelRef(str(model_dir)),
+           "fingerprint": driver_lm.fingerprint, "bos": "auto", "long_text": "sliding"}
     batch = {"chunk": np.array([3, 4]), "ids": np.array([[7, 2], [5, 6]]),
              "texts": np.array([["Seven.", "Two."], ["Five.", "Six."]], dtype=object)}
     out = ray_worker.ChunkWorker(job, drill=(4,))(batch)
@@ -110,9 +111,9 @@ def test_worker_reports_errors_per_row_and_refuses_another_model(driver_lm, mode
     tok = tiny_tokenizer(300)
     tiny_llama(len(tok), seed=1, max_positions=64).save_pretrained(other)
     tok.save_pretrained(other)
-    out = ray_worker.ChunkWorker({**job, "model": str(other)})(batch)
+    out = ray_worker.ChunkWorker({**job, "model": ModelRef(str(other))})(batch)
     assert all("fingerprint" in e for e in out["error"])
-    out = ray_worker.ChunkWorker({**job, "model": str(tmp_path / "missing")})(batch)
+    out = ray_worker.ChunkWorker({**job, "model": ModelRef(str(tmp_path / "missing"))})(batch)
     assert all("model folder not found" in e for e in out["error"])
 
 
@@ -126,11 +127,11 @@ def library() -> tuple[list[Book], list[Book]]:
 def test_audit_job_on_ray_keeps_finished_batches_and_equals_local(cluster, driver_lm, model_dir, tmp_path, monkeypatch):
     calibration, audit = library()
     local_store, ray_store = ResultsStore(tmp_path / "local.duckdb"), ResultsStore(tmp_path / "ray.duckdb")
-    local_id = plan_audit(local_store, driver_lm, str(model_dir), audit, calibration, SETTINGS)
-    run_scoring(local_store, local_id, driver_lm)
+    local_id = plan_audit(local_store, ModelRef(str(model_dir)), audit, calibration, SETTINGS, lm=driver_lm)
+    run_scoring(local_store, local_id, ModelRef.of(driver_lm), lm=driver_lm)
     local = audit_result(local_store, local_id)
 
-    run_id = plan_audit(ray_store, driver_lm, str(model_dir), audit, calibration, SETTINGS, backend="ray")
+    run_id = plan_audit(ray_store, ModelRef(str(model_dir)), audit, calibration, SETTINGS, backend="ray", lm=driver_lm)
     assert run_id == local_id  # the job's identity does not depend on the backend
     _, planned = ray_store.progress(run_id)
     n_chunks = -(-planned // SETTINGS.batch_snippets)
@@ -141,7 +142,7 @@ def test_audit_job_on_ray_keeps_finished_batches_and_equals_local(cluster, drive
     # chunk 1 fails and is not retried: the run stops as failed, every other batch is stored
     monkeypatch.setenv(FAIL_ENV, "1")
     with pytest.raises(WorkerError, match="4 of 48 snippets failed .* failure drill"):
-        run_scoring(ray_store, run_id, driver_lm, backend="ray", ray_options=RayOptions(retries=0))
+        run_scoring(ray_store, run_id, ModelRef.of(driver_lm), backend="ray", ray_options=RayOptions(retries=0))
     assert passes == [list(range(n_chunks))]
     run = ray_store.run(run_id)
     assert run["status"] == "failed" and "run the job again" in run["message"] and run["backend"] == "ray"
@@ -151,7 +152,7 @@ def test_audit_job_on_ray_keeps_finished_batches_and_equals_local(cluster, drive
     # run again: only the missing batch is scored, and the run completes
     monkeypatch.delenv(FAIL_ENV)
     passes.clear()
-    assert run_scoring(ray_store, run_id, driver_lm, backend="ray") == SETTINGS.batch_snippets
+    assert run_scoring(ray_store, run_id, ModelRef.of(driver_lm), backend="ray") == SETTINGS.batch_snippets
     assert passes == [[0]]  # the only pending chunk
     assert ray_store.run(run_id)["status"] == "scored"
     after = ray_store.results(run_id).set_index("snippet_id")

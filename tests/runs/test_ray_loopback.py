@@ -19,9 +19,9 @@ LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
 # The CLI's path: `--backend ray` checks that Ray is installed (importing it) before the run connects.
 CLI_PATH = """
 import json, psutil
-from mia_core.cli.options import LoadOptions, backend_options
+from mia_core.cli.groups import Backend
 from mia_core.runs.ray_driver import connect
-backend_options("ray", None, None, LoadOptions())
+Backend.checked("ray")
 ray = connect(None)
 me = psutil.Process()
 pids = {me.pid} | {p.pid for p in me.children(recursive=True)}

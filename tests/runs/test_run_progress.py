@@ -8,6 +8,7 @@ import pytest
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from mia_core.audit.sources import Book
 from mia_core.audit.timing import clock_text, progress_line
+from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
 
 from tests.support.tiny import random_texts
@@ -22,7 +23,7 @@ def planned(llama_lm, tmp_path):
     calibration = [Book(f"c{i}", texts[i], "test", i % 2) for i in range(4)]
     books = [Book(f"b{i}", texts[4 + i], "test") for i in range(2)]
     store = ResultsStore(tmp_path / "r.duckdb")
-    run_id = plan_audit(store, llama_lm, "tiny", books, calibration, SETTINGS)
+    run_id = plan_audit(store, ModelRef("tiny"), books, calibration, SETTINGS, lm=llama_lm)
     return store, run_id
 
 
@@ -35,7 +36,7 @@ def test_runs_table_follows_the_job_batch_by_batch(llama_lm, planned):
         row = store.runs().set_index("run_id").loc[run_id]
         seen.append((done, total, row["status"], int(row["n_scored"]), store.run_progress(run_id)))
 
-    job = threading.Thread(target=lambda: run_scoring(store, run_id, llama_lm, progress=progress))
+    job = threading.Thread(target=lambda: run_scoring(store, run_id, ModelRef.of(llama_lm), lm=llama_lm, progress=progress))
     job.start()
     job.join(120)
     assert [(d, t, s, n) for d, t, s, n, _ in seen] == [(3 * i, 18, "running", 3 * i) for i in range(1, 7)]
@@ -56,12 +57,12 @@ def test_run_progress_of_a_resumed_run_counts_only_this_session(llama_lm, planne
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_scoring(store, run_id, llama_lm, progress=stop_after_two_batches)
+        run_scoring(store, run_id, ModelRef.of(llama_lm), lm=llama_lm, progress=stop_after_two_batches)
     stopped = store.run_progress(run_id)
     assert (stopped.status, stopped.scored, stopped.scored_before) == ("interrupted", 6, 0)
 
     lines = []
-    run_scoring(store, run_id, llama_lm, progress=lambda d, t: lines.append(store.run_progress(run_id)))
+    run_scoring(store, run_id, ModelRef.of(llama_lm), lm=llama_lm, progress=lambda d, t: lines.append(store.run_progress(run_id)))
     assert [(p.scored, p.scored_before) for p in lines] == [(9, 6), (12, 6), (15, 6), (18, 6)]
     # the progress line, recomputed from the stored batch times (scores' computed_at) of this session only
     times = store.results(run_id)["computed_at"]

@@ -15,6 +15,7 @@ import pytest
 
 from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import Book
+from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
 
 from tests.support.books import words
@@ -34,7 +35,7 @@ def library() -> tuple[list[Book], list[Book]]:
 def planned_store(tmp_path: Path) -> tuple[ResultsStore, str]:
     store = ResultsStore(tmp_path / "r.duckdb")
     books, calibration = library()
-    return store, plan_audit(store, SimpleNamespace(fingerprint="fp"), "tiny", books, calibration, SETTINGS)
+    return store, plan_audit(store, ModelRef("tiny"), books, calibration, SETTINGS, lm=SimpleNamespace(fingerprint="fp"))
 
 
 def expected_text(tag: str, position: int) -> str:

@@ -1,0 +1,57 @@
+"""`ModelOptions` (how a model is loaded) and `ModelRef` (which model, and how): what a job carries instead of a
+loaded model, so the same reference is loaded here, by a Ray worker elsewhere, or by a later run that resumes it."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .builtin import BUILTIN_NAMES
+from .language_model import LanguageModel
+from .loading import load_model
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How a model is loaded: the `load_model` options (the command line's `--device`, `--dtype`, `--allow-pickle`,
+    `--trust-remote-code`; `max_length` caps the context, None: the model's own)."""
+
+    device: str = "auto"
+    dtype: str = "auto"
+    allow_pickle: bool = False
+    trust_remote_code: bool = False
+    max_length: int | None = None
+
+    def load(self, spec: str) -> LanguageModel:
+        """The model named by `spec`, loaded with these options."""
+        return load_model(spec, **dataclasses.asdict(self))
+
+    def on_cpu(self) -> ModelOptions:
+        """These options on the CPU (a driver that leaves the machine's GPUs to model workers)."""
+        return dataclasses.replace(self, device="cpu")
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """Which model (`spec`: "demo", "demo-known", a local folder or a hub id) and how it is loaded (`options`)."""
+
+    spec: str
+    options: ModelOptions = field(default_factory=ModelOptions)
+
+    def load(self) -> LanguageModel:
+        """The model, loaded in this process."""
+        return self.options.load(self.spec)
+
+    def portable(self) -> ModelRef:
+        """This reference with a local folder as an absolute path, for processes that run elsewhere (Ray workers)."""
+        path = Path(self.spec).expanduser()
+        if self.spec in BUILTIN_NAMES or not path.is_dir():
+            return self
+        return dataclasses.replace(self, spec=str(path.resolve()))
+
+    @classmethod
+    def of(cls, lm: LanguageModel) -> ModelRef:
+        """The reference that reproduces a loaded model's numbers elsewhere: its spec, dtype and context (the device
+        is the loader's own choice)."""
+        dtype = str(lm.dtype).removeprefix("torch.")
+        return cls(lm.spec, ModelOptions(dtype=dtype, max_length=lm.max_length))
