@@ -96,7 +96,10 @@ def p_values(values: np.ndarray, population: np.ndarray) -> np.ndarray:
 
 
 @register("camia", access=AccessNeeds(),
-          view=TokenView(LOGP, "the first tokens, which the threshold signals read; the score compares twelve signals with the reference population (table below)", token_range=LOGP_RANGE),
+          view=TokenView(LOGP,
+                         "the first tokens, which the threshold signals read; the score compares twelve signals with "
+                         "the reference population (table below)",
+                         token_range=LOGP_RANGE),
           label="CAMIA (single-pass)", params=CamiaParams, needs=("stats", "reference"), prepare=prepare,
           cost="1 forward pass (and one per reference text, once)",
           reading=lambda v: f"across twelve loss-dynamics signals the text sits, on average, above {v:.0%} of "

@@ -165,7 +165,10 @@ def _reading(v: float) -> str:
 
 
 @register("pac", access=AccessNeeds(further_passes=True, why="further passes on word-swapped copies of the text"),
-          view=TokenView(LOGP, "the far region (the likeliest 5%, at the red end) and the local region (the least likely 30%, at the blue end), listed below; the score is how much word swaps widen their gap", token_range=LOGP_RANGE),
+          view=TokenView(LOGP,
+                         "the far region (the likeliest 5%, at the red end) and the local region (the least likely "
+                         "30%, at the blue end), listed below; the score is how much word swaps widen their gap",
+                         token_range=LOGP_RANGE),
           label="PAC", params=PacParams, needs=("stats", "lm"), token_level=True, prepare=prepare,
           reading=_reading,
           formula=r"\mathrm{PD}(z) = \overline{\ell}_{\text{top } 5\%}(z) - \overline{\ell}_{\text{bottom } 30\%}(z),\ "

@@ -231,7 +231,9 @@ def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) 
 
 
 @register("samia", access=AccessNeeds(generation=True, why="continuations sampled from the text's first half"),
-          view=TokenView("the per-token output shown with SaMIA, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          view=TokenView("the per-token output shown with SaMIA, which scores the text as a whole (for orientation "
+                         "only)",
+                         "the tokens it looked at"),
           label="SaMIA", params=SamiaParams, needs=("stats", "lm"), token_level=False,
           prepare=prepare,
           reading=lambda v: f"continuations sampled from the first half of the text recover on average {v:.2f} of "

@@ -116,8 +116,11 @@ def prepare(stats: list[TokenStats], params: GradNormParams, *, lm: LanguageMode
 
 
 @register("grad_norm", access=AccessNeeds(gradients=True, why="the gradient of the text's loss"),
-          view=TokenView("the per-token output shown with Gradient norm, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
-          label="Gradient norm", params=GradNormParams, needs=("stats", "lm"), token_level=False, prepare=prepare, cost="1 forward + 1 backward pass per text",
+          view=TokenView("the per-token output shown with Gradient norm, which scores the text as a whole (for "
+                         "orientation only)",
+                         "the tokens it looked at"),
+          label="Gradient norm", params=GradNormParams, needs=("stats", "lm"), token_level=False, prepare=prepare,
+          cost="1 forward + 1 backward pass per text",
           reading=lambda v: f"the loss gradient of this text has norm {-v:.3g}: training leaves members nearer a "
                             "minimum, with smaller gradients.",
           formula=r"\mathrm{score}(x) = -\frac{1}{|\Theta|}\sum_{\theta \in \Theta} "

@@ -90,8 +90,16 @@ def _scored(stats: TokenStats, m: int, values: np.ndarray) -> tuple[np.ndarray, 
     return token_scores, selected
 
 
-@register("recall", access=AccessNeeds(further_passes=True, why="further passes: the text's log-probs after a prefix of known non-members"),
-          view=TokenView("log p after the non-member prefix minus log p without it (0 = the prefix changed nothing)", "the tokens compared (all, unless the text was cut to fit after the prefix)", low="the prefix cost this token likelihood, which members show more: member-like", high="the prefix made this token likelier: less member-like", member_high=False, centre=0.0, token_range=(-2.0, 2.0)),
+@register("recall",
+          access=AccessNeeds(further_passes=True,
+                             why="further passes: the text's log-probs after a prefix of known non-members"),
+          view=TokenView("log p after the non-member prefix minus log p without it (0 = the prefix changed nothing)",
+                         "the tokens compared (all, unless the text was cut to fit after the prefix)",
+                         low="the prefix cost this token likelihood, which members show more: member-like",
+                         high="the prefix made this token likelier: less member-like",
+                         member_high=False,
+                         centre=0.0,
+                         token_range=(-2.0, 2.0)),
           label="ReCaLL", params=RecallParams, needs=("stats", "lm", "shots_nonmembers"),
           prepare=_prepare_recall,
           cost="2 forward passes (the shots' key-value cache computed once and shared)",
@@ -133,8 +141,15 @@ def _prepare_con_recall(stats: list[TokenStats], params: ConRecallParams, *, lm:
     return list(zip(non, mem))
 
 
-@register("con_recall", access=AccessNeeds(further_passes=True, why="further passes: the text's log-probs after prefixes of known non-members and members"),
-          view=TokenView("log p after the non-member prefix minus γ · log p after the member prefix", "the tokens compared (all, unless the text was cut to fit after a prefix)", low="member-like (the score divides this by the negative log-likelihood)", high="less member-like", member_high=False),
+@register("con_recall",
+          access=AccessNeeds(further_passes=True,
+                             why="further passes: the text's log-probs after prefixes of known non-members and "
+                                 "members"),
+          view=TokenView("log p after the non-member prefix minus γ · log p after the member prefix",
+                         "the tokens compared (all, unless the text was cut to fit after a prefix)",
+                         low="member-like (the score divides this by the negative log-likelihood)",
+                         high="less member-like",
+                         member_high=False),
           label="Con-ReCall", params=ConRecallParams, prepare=_prepare_con_recall,
           needs=("stats", "lm", "shots_nonmembers", "shots_members"),
           cost="3 forward passes (each prefix's key-value cache computed once and shared)",
