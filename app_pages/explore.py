@@ -23,7 +23,7 @@ from ui.models import cached_model, cached_stats
 from ui.reference_view import plain, reference_section, reference_source_ui, resolve_reference
 from ui.stale import results_container
 from ui.token_scale import reference_texts, scale_ui
-from ui.token_views import draw_panels, export_buttons, heatmap_page, make_panel
+from ui.token_views import draw_panels, explore_panel, export_buttons, heatmap_page
 
 #: Methods that need nothing but the target's statistics: switching between them is free.
 STATS_ONLY = stats_only_methods()
@@ -150,8 +150,8 @@ def draw_results(stats, stamp: ResultStamp, request: tuple, methods: list[str], 
     for method in methods:
         try:
             params = method_params(method, k)
-            panels.append(make_panel(method, mia_core.score(method, stats, **params), scale_how, reference_tokens,
-                                     req_spec, req_bos, params))
+            panels.append(explore_panel(method, mia_core.score(method, stats, **params), scale_how,
+                                        reference_tokens, req_spec, req_bos, params))
         except ValueError as err:  # e.g. Tag&Tab on a text without a word to tag
             errors[method] = str(err)
     draw_panels(stats, panels, decode, page, errors)
@@ -163,7 +163,7 @@ def draw_results(stats, stamp: ResultStamp, request: tuple, methods: list[str], 
     if extra:
         st.subheader("Methods that run the model again")
         scores, extra_errors = extra_pass_results(stats, request, extra, k, helpers, n_shots)
-        extra_panels = [make_panel(m, s, scale_how, None, req_spec, req_bos, {}) for m, s in scores.items()]
+        extra_panels = [explore_panel(m, s, scale_how, None, req_spec, req_bos, {}) for m, s in scores.items()]
         draw_panels(stats, extra_panels, decode, page, extra_errors)
     export_buttons(stats, panels + extra_panels, stamp, decode)
     st.caption(f"{stats.n_scored} tokens scored"
