@@ -35,8 +35,8 @@ COMMANDS = {
                                     "alike under both models are suspects."),
     "freq": LazyCommand("mia_core.cli.data", "Token-frequency tables (for DC-PDD)."),
     "demo": LazyCommand("mia_core.cli.data", "The known-membership demo (demo-known, demo-wiki, demo-books)."),
-    "gds": LazyCommand("mia_core.cli.gds", "GDS (gradient deviation scores): a supervised method that learns from "
-                       "labelled members and non-members."),
+    "fit": LazyCommand("mia_core.cli.fit", "Fit a supervised method on labelled texts and save what it learned (see: "
+                       "mia methods)."),
     "reference": LazyCommand("mia_core.cli.reference", "Reference sets: known non-members' scores, for p-values "
                              "(mia score --reference)."),
     "cache": LazyCommand("mia_core.cli.cache", "The token-statistics cache (holds the token text of every scored "

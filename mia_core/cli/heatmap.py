@@ -18,13 +18,12 @@ from ..api import NEED_WORDS
 from ..heatmap import heatmap_document, make_panel
 from ..inputs.documents import MAX_UPLOAD_BYTES, document_text
 from ..methods import get_method, methods_allowed, methods_for
+from ..model.options import ModelOptions
 from ..scoring import score
 from ..stamp import stamp_for
 from .app import fail
-from .options import (
-    BosOpt, DeviceOpt, DtypeOpt, KOpt, LoadOptions, ModelOpt, ParamOpt, PickleOpt, RemoteCodeOpt, check_options,
-    method_names, parse_params, writable,
-)
+from .groups import load, option_groups
+from .options import BosOpt, KOpt, ModelOpt, ParamOpt, check_options, method_names, parse_params, writable
 
 commands = typer.Typer()
 
@@ -35,6 +34,7 @@ CLI_SCALES = ("fixed", "text")
 
 
 @commands.command("heatmap")
+@option_groups
 def heatmap_cmd(
     model: str = ModelOpt,
     input: Path = typer.Option(..., "--input", help="the text: one .txt/.md/.pdf/.epub file, read as Explore reads "
@@ -47,10 +47,7 @@ def heatmap_cmd(
     scale: str = typer.Option("fixed", "--scale", help="fixed: the range each method declares (same score, same colour "
                               "in every text); text: this text's 5th–95th percentile"),
     param: Optional[List[str]] = ParamOpt,
-    device: str = DeviceOpt,
-    dtype: str = DtypeOpt,
-    allow_pickle: bool = PickleOpt,
-    trust_remote_code: bool = RemoteCodeOpt,
+    options: ModelOptions = ModelOptions(),
 ) -> None:
     """Per-token heatmaps of one text as a standalone HTML page (as Explore's download)."""
     names = method_names(methods)
@@ -59,11 +56,12 @@ def heatmap_cmd(
         fail(f"--scale must be one of {', '.join(CLI_SCALES)} (got {scale!r})")
     for name in names:
         check_drawable(name)
-    params = parse_params(param)
-    check_params(names, params)
+    params = parse_params(param, names)
+    if "k" in params:
+        fail("give k with --k, not --param k=…")
     text = read_text(input)
     writable(output)
-    lm = LoadOptions(device, dtype, allow_pickle, trust_remote_code).load(model)
+    lm = load(model, options)
     refused = methods_allowed(lm, names).refused
     if refused:
         fail(next(iter(refused.values())))
@@ -92,16 +90,6 @@ def check_drawable(name: str) -> None:
         needed = ", ".join(dict.fromkeys(NEED_WORDS.get(n, n) for n in more))
         fail(f"method {name} needs more than the model ({needed}); mia heatmap draws the methods that need the model "
              f"alone: {', '.join(methods_for(MODEL_NEEDS))}")
-
-
-def check_params(names: list[str], params: dict) -> None:
-    """Refuse --param k (it is --k) and parameters none of the chosen methods takes."""
-    if "k" in params:
-        fail("give k with --k, not --param k=…")
-    taken = {p for name in names for p in get_method(name).param_names}
-    unused = sorted(set(params) - taken)
-    if unused:
-        fail(f"--param {unused[0]} is a parameter of none of the chosen methods ({', '.join(names)})")
 
 
 def read_text(path: Path) -> str:

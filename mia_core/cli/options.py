@@ -11,6 +11,7 @@ import pandas as pd
 import typer
 
 from ..api import HELPER_NEEDS, check_k
+from ..fitting import supervised_methods
 from ..inputs import datasets
 from ..inputs.tables import read_labelled, read_texts
 from ..methods import METHODS, get_method
@@ -137,6 +138,28 @@ def method_inputs(methods: list[str], params: dict, *, ref_model: str | None, fr
                 fail(f"--param {need}={folder}: no such folder (save a fit of {method} with: mia fit --method {method})")
             inputs[need] = folder  # loaded by the method's own loader; its path is recorded in the run
     return inputs
+
+
+def check_fraction(fraction: float, flag: str) -> None:
+    """A training share is a fraction strictly between 0 and 1."""
+    if not 0 < fraction < 1:
+        fail(f"{flag} must be in (0, 1) (got {fraction})")
+
+
+def check_fits(methods: list[str], inputs: dict, fit: float | None, *, can_fit: bool = True) -> None:
+    """Each chosen supervised method gets one fit: made here (`--fit`, where `can_fit`) or saved by mia fit
+    (`--param NEED=FOLDER`); `--fit` with no supervised method chosen is refused."""
+    needs = fitted_needs(methods)
+    if fit is not None and not needs:
+        fail(f"--fit fits the chosen supervised methods, and none of {', '.join(methods)} is one (supervised: "
+             f"{', '.join(supervised_methods()) or 'none'})")
+    for need, method in needs.items():
+        if fit is not None and need in inputs:
+            fail(f"--fit and --param {need}=… both give {method} a fit; choose one")
+        if fit is None and need not in inputs:
+            here = "fit it here with --fit FRACTION, or " if can_fit else ""
+            fail(f"{method} learns from labelled texts: {here}give it a fit saved by mia fit with --param "
+                 f"{need}=FOLDER")
 
 
 #: What each need an option supplies is, for the message when it is missing.

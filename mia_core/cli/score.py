@@ -8,11 +8,12 @@ from typing import List, Optional
 import typer
 
 from ..csv_safe import to_csv_safe
-from ..evaluation import GdsFit, evaluate_methods, format_report, reproduce_command
+from ..evaluation import evaluate_methods, format_report, reproduce_command
+from ..fitting import FitSplit
+from ..methods import get_method
 from ..methods.helper_texts import HelperSplit
 from ..inputs import datasets
 from ..inputs.tables import read_texts
-from ..methods.gds.features import GdsSettings
 from ..model.language_model import LanguageModel
 from ..model.options import ModelOptions, ModelRef
 from ..runs.ray_driver import WorkerError
@@ -23,7 +24,8 @@ from .groups import Backend, load, option_groups
 from .options import (
     BosOpt, FreqOpt, LabelColumnOpt, LongTextOpt, MethodsKOpt, MethodsOpt, ModelOpt, NBootOpt, ParamOpt, ReferenceOpt,
     RefModelOpt, ScoreReferenceOpt, ShotsMembersOpt, ShotsNonmembersOpt, TextColumnOpt, check_options, helper_texts,
-    is_named_set, labelled_input, method_inputs, method_names, parse_params, users, writable,
+    check_fits, check_fraction, is_named_set, labelled_input, method_inputs, method_names, parse_params, users,
+    writable,
 )
 from .progress import progress_bar
 
@@ -67,6 +69,7 @@ def score(
     params = parse_params(param, names)
     writable(output)
     inputs = method_inputs(names, params, ref_model=ref_model, freq=freq, options=options)
+    check_fits(names, inputs, None, can_fit=False)
     if against:
         k, params = resolve_settings(reference, k=k, bos=bos, long_text=long_text, params=params)
     where = backend.where(ModelRef(model, options))
@@ -105,10 +108,10 @@ def evaluate_cmd(
     seed: int = typer.Option(0, "--seed", help="seed of the bootstrap and the blind baseline"),
     per_class: Optional[int] = typer.Option(None, "--per-class", help="evaluate a seeded sample of at most this many "
                                             "texts per class (as the Benchmark page does)"),
-    fit_gds: Optional[float] = typer.Option(None, "--fit-gds", help="also fit GDS on this share of the texts "
-                                            "(stratified); every method is then evaluated on the rest"),
-    gds_seed: Optional[int] = typer.Option(None, "--gds-seed", help="seed of the GDS split and MLP (default: --seed)"),
-    gds_max_tokens: int = typer.Option(512, "--gds-max-tokens", help="tokens per text for the GDS gradients"),
+    fit: Optional[float] = typer.Option(None, "--fit", help="also fit every chosen supervised method on this share of "
+                                        "the texts (stratified); every method is then evaluated on the rest"),
+    fit_seed: Optional[int] = typer.Option(None, "--fit-seed", help="seed of that split and of the fits (default: "
+                                           "--seed)"),
     scores_output: Optional[Path] = typer.Option(None, "--scores-output", help="also write per-sample scores (CSV)"),
     param: Optional[List[str]] = ParamOpt,
     shots_nonmembers: Optional[Path] = ShotsNonmembersOpt,
@@ -125,10 +128,10 @@ def evaluate_cmd(
     backend: Backend = Backend(),
 ) -> None:
     """Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and the blind baseline."""
-    names = [m for m in method_names(methods) if not (m == "gds" and fit_gds is not None)]
+    names = method_names(methods)
     check_options(k=k, bos=bos, long_text=long_text, n_boot=n_boot)
-    if fit_gds is not None and not 0 < fit_gds < 1:
-        fail(f"--fit-gds must be in (0, 1) (got {fit_gds})")
+    if fit is not None:
+        check_fraction(fit, "--fit")
     data = labelled_input(input, text_column, label_column, per_class)
     helpers = helper_texts(names, {"shots_nonmembers": shots_nonmembers, "shots_members": shots_members,
                                    "reference": reference}, required=False)
@@ -137,21 +140,19 @@ def evaluate_cmd(
         writable(scores_output)
     params = parse_params(param, names)
     inputs = {**method_inputs(names, params, ref_model=ref_model, freq=freq, options=options), **helpers}
-    where = backend.where(ModelRef(model, options))
-    lm = load(model, backend.driver(options))
+    check_fits(names, inputs, fit)
     try:
         split = HelperSplit(n_shots=int(params.get("n_shots", HelperSplit.n_shots)) if n_shots is None else n_shots,
                             reference_fraction=reference_fraction, seed=helper_seed)
     except ValueError as err:
         fail(str(err))
-    if gds_max_tokens < 2:
-        fail(f"--gds-max-tokens must be at least 2 (got {gds_max_tokens})")
-    gds = None if fit_gds is None else GdsFit(fit_gds, seed if gds_seed is None else gds_seed,
-                                               GdsSettings(max_tokens=gds_max_tokens))
+    where = backend.where(ModelRef(model, options))
+    lm = load(model, backend.driver(options))
+    fit_split = None if fit is None else FitSplit(fit, seed if fit_seed is None else fit_seed)
     try:
         result = evaluate_methods(lm, data, names, k=k, bos=bos, long_text=long_text, params=params, inputs=inputs,
-                                  fit_gds=gds, n_boot=n_boot, seed=seed, source=str(input), progress=progress_bar("scoring"),
-                                  helper_split=split, **where)
+                                  fit=fit_split, n_boot=n_boot, seed=seed, source=str(input),
+                                  progress=progress_bar("scoring"), helper_split=split, **where)
     except WorkerError as err:
         fail(str(err))
     report_eval(result, lm, output, scores_output, input, per_class, text_column, label_column)
@@ -163,9 +164,10 @@ def report_eval(result, lm: LanguageModel, output: Path, scores_output: Path | N
                 per_class: int | None, text_column: str = "text", label_column: str = "label") -> None:
     """Write the metrics JSON (and scores CSV), print the table, the held-out note and the reproducing command."""
     report, excluded = result.report, int((~result.held_out).sum())
-    if excluded and result.classifier is None:
-        typer.echo(f"note: {excluded} of {len(result.held_out)} texts were in the GDS classifier's training split; "
-                   f"every method is evaluated on the other {int(result.held_out.sum())}", err=True)
+    given = [get_method(m).label for m in report["run"]["methods"] if get_method(m).supervised and m not in result.fitted]
+    if excluded and given:
+        typer.echo(f"note: {excluded} of {len(result.held_out)} texts were in the training split of "
+                   f"{', '.join(given)}; every method is evaluated on the other {int(result.held_out.sum())}", err=True)
     for role, record in {r: v for r, v in report.get("helpers", {}).items() if r != "split"}.items():
         typer.echo(f"note: {record['n']} texts as {role} ({record['source']}); no method scores them", err=True)
     report["run"]["command"] = reproduce_command(report["run"], input_name=str(input), per_class=per_class,
@@ -173,7 +175,8 @@ def report_eval(result, lm: LanguageModel, output: Path, scores_output: Path | N
     output.write_text(json.dumps(report, indent=2))
     if scores_output is not None:
         to_csv_safe(result.scores, scores_output)
-    if result.classifier is not None:
-        typer.echo(f"GDS, {result.classifier.describe()}; metrics on the {int(result.held_out.sum())} held-out texts:")
+    for method, value in result.fitted.items():
+        typer.echo(f"{get_method(method).label}, {value.describe()}; metrics on the {int(result.held_out.sum())} "
+                   "held-out texts:")
     typer.echo(format_report(report, report["run"]["methods"]))
     typer.echo(f"wrote {output}", err=True)

@@ -19,13 +19,14 @@ from tests.support.cli_runner import run_cli
 
 #: Every command and its parameters, in order: as before the command line became lazy (commit 63ea285), with the
 #: deliberate changes since: `--a` gone (`--param a=…`); `mia methods` and `mia freq build` take the model options
-#: (`methods --model` lists what a model allows).
+#: (`methods --model` lists what a model allows); GDS named nowhere: `eval --fit/--fit-seed` fits every chosen
+#: supervised method (`--param max_tokens=…`), `mia fit --method` replaces `gds fit`, `gds eval` is `eval --fit`.
 BEFORE = {
     "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --param "
              "--shots-nonmembers --shots-members --reference --device --dtype --allow-pickle --trust-remote-code "
              "--backend --ray-address --ray-actors",
     "eval": "--model --input --output --methods --label-column --text-column --k --bos --long-text --ref-model --freq "
-            "--n-boot --seed --per-class --fit-gds --gds-seed --gds-max-tokens --scores-output --param "
+            "--n-boot --seed --per-class --fit --fit-seed --scores-output --param "
             "--shots-nonmembers --shots-members --reference --n-shots --reference-fraction --helper-seed --device "
             "--dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
     "heatmap": "--model --input --output --methods --k --bos --scale --param --device --dtype --allow-pickle "
@@ -44,10 +45,8 @@ BEFORE = {
                         "--device --dtype --allow-pickle --trust-remote-code",
     "freq build": "--model --output --corpus MORE --text-field --device --dtype --allow-pickle --trust-remote-code",
     "demo build": "--seed --output-dir --epochs --lr",
-    "gds fit": "--model --input --output --train-fraction --seed --label-column --text-column --max-tokens "
-               "--batch-tokens --device --dtype --allow-pickle --trust-remote-code",
-    "gds eval": "--model --input --output --train-fraction --seed --label-column --text-column --max-tokens "
-                "--batch-tokens --n-boot --scores-output --device --dtype --allow-pickle --trust-remote-code",
+    "fit": "--model --method --input --output --train-fraction --seed --label-column --text-column --bos "
+           "--batch-tokens --param --device --dtype --allow-pickle --trust-remote-code",
     "reference build": "--model --input --output --methods --k --text-column --bos --long-text --param --device "
                        "--dtype --allow-pickle --trust-remote-code",
     "reference show": "FOLDER",
