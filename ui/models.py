@@ -6,11 +6,14 @@ is loaded under a sidebar status after the page ran (or earlier by a page that n
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import streamlit as st
 from streamlit.elements.lib.mutable_status_container import StatusContainer
 
 import mia_core
 from mia_core import LanguageModel, TokenStats
+from mia_core.api import Allowed, methods_allowed
 from ui.jobs import public_message
 
 BUILT_IN = {
@@ -97,3 +100,32 @@ def model_failed(spec: str, err: Exception) -> None:
     st.session_state["model_spec"] = None
     if st.session_state.get(LOADED) == spec:
         st.session_state.pop(LOADED)
+
+
+def allowed_methods(spec: str | None, methods: Sequence[str]) -> Allowed:
+    """Which of `methods` the chosen model's access allows, and why not the others (all while no model is chosen).
+
+    The access is the loaded model's: a page that lists methods loads the model here if the sidebar has not yet.
+    """
+    if spec is None:
+        return Allowed(list(methods), {})
+    return methods_allowed(cached_model(spec), list(methods))
+
+
+def refused_note(refused: dict[str, str], container=None) -> None:
+    """Under a method picker: the methods this model does not allow, each with the sentence that says why."""
+    if not refused:
+        return
+    box = st if container is None else container
+    with box.expander(f"Not available for this model: {', '.join(mia_core.METHODS[m].label for m in refused)}"):
+        for why in refused.values():
+            st.caption(why)
+
+
+def drop_refused(key: str, offered: Sequence[str]) -> None:
+    """A picker's kept choice (from the URL or another model) that is no longer offered is dropped before it is drawn."""
+    value = st.session_state.get(key)
+    if isinstance(value, list) and any(v not in offered for v in value):
+        st.session_state[key] = [v for v in value if v in offered]
+    elif isinstance(value, str) and value not in offered:
+        del st.session_state[key]
