@@ -72,8 +72,8 @@ def method_ui(spec: str | None, excluded: set[str]) -> tuple[list[str], list[str
         if method in fits:
             st.caption(f"{label(method)} uses its fit from the Benchmark page: {fits[method].describe()}.")
         else:
-            st.caption(f"{label(method)} is supervised (it learns from labelled texts): fit it on the Benchmark page "
-                       "for this model and it appears here.")
+            st.caption(f"{label(method)} learns from labelled texts: fit it on the Benchmark page for this model and "
+                       "it appears here.")
     refused_note(offered.refused)
     return methods, extra, param_widgets(methods + extra, "explore"), helpers
 
