@@ -82,6 +82,9 @@ def finish_loading(spec: str | None, status: StatusContainer | None) -> None:
     a failure ends it in error, clears `model_spec` and draws the page again without the model."""
     if spec is None or status is None:
         return
+    if spec in st.session_state.get(FAILED, {}):  # the page tried to load it and failed: not tried twice
+        status.update(label=f"Could not load {spec}", state="error", expanded=True)
+        st.rerun()
     try:
         lm = cached_model(spec)
     except mia_core.ModelLoadError as err:
@@ -105,11 +108,16 @@ def model_failed(spec: str, err: Exception) -> None:
 def allowed_methods(spec: str | None, methods: Sequence[str]) -> Allowed:
     """Which of `methods` the chosen model's access allows, and why not the others (all while no model is chosen).
 
-    The access is the loaded model's: a page that lists methods loads the model here if the sidebar has not yet.
+    The access is the loaded model's: a page that lists methods loads the model here if the sidebar has not yet (a
+    failed load is remembered, as the sidebar's, and the page is drawn again without the model).
     """
     if spec is None:
         return Allowed(list(methods), {})
-    return methods_allowed(cached_model(spec), list(methods))
+    try:
+        return methods_allowed(cached_model(spec), list(methods))
+    except mia_core.ModelLoadError as err:
+        model_failed(spec, err)
+        return Allowed(list(methods), {})
 
 
 def refused_note(refused: dict[str, str], container=None) -> None:
