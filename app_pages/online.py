@@ -94,7 +94,11 @@ def draw(spec: str, text: str, spans, params: OnlineParams, method_params: dict)
     if stats.n_scored == 0:
         st.error("Nothing to score: the text is empty.")
         return
-    table = window_scores(stats, params, **method_params)
+    try:
+        table = window_scores(stats, params, **method_params)
+    except ValueError as err:  # parameters that do not go together (e.g. Tag&Tab's max_words below min_words)
+        st.error(str(err))
+        return
     labels = label_windows(stats, table, spans) if spans else None
     label = mia_core.METHODS[params.method].label
     cols = st.columns(3)

@@ -118,8 +118,13 @@ def run(original: str, unlearned: str, texts: list[str], names: list[str], param
                    "compares a model with its unlearned version, so it was not run. Pick the unlearned model.")
         return
     bar = st.progress(0.0, text="Scoring chunks under the original, then the unlearned model …")
-    table = audit_unlearning(*models, texts, sources=names, params=params, method_params=method_params,
-                             progress=lambda done, total: bar.progress(min(1.0, done / total)))
+    try:
+        table = audit_unlearning(*models, texts, sources=names, params=params, method_params=method_params,
+                                 progress=lambda done, total: bar.progress(min(1.0, done / total)))
+    except ValueError as err:  # e.g. parameters that do not go together
+        bar.empty()
+        st.error(public_message(str(err)))
+        return
     bar.empty()
     st.session_state["unlearn_result"] = {"table": table, "params": params, "models": (original, unlearned),
                                           "method_params": dict(method_params or {})}
