@@ -27,7 +27,7 @@ from ui.places import EXPLORE, EXPLORE_BOS, FITTED, SIDE_BY_SIDE, label
 from ui.reference_view import plain, reference_section, reference_source_ui, resolve_reference
 from ui.stale import results_container
 from ui.token_scale import reference_texts, scale_ui
-from ui.token_views import draw_panels, export_buttons, heatmap_page, make_panel
+from ui.token_views import draw_panels, explore_panel, export_buttons, heatmap_page
 
 #: The statistics-only methods shown first (where the model allows them).
 FIRST_SHOWN = ("min_k_pp", "min_k")
@@ -161,8 +161,8 @@ def draw_results(stats, stamp: ResultStamp, request: tuple, methods: list[str], 
     for method in methods:
         try:
             params = values[method]
-            panels.append(make_panel(method, mia_core.score(method, stats, **params), scale_how, reference_tokens,
-                                     req_spec, req_bos, params))
+            panels.append(explore_panel(method, mia_core.score(method, stats, **params), scale_how,
+                                        reference_tokens, req_spec, req_bos, params))
         except ValueError as err:  # e.g. Tag&Tab on a text without a word to tag
             errors[method] = str(err)
     draw_panels(stats, panels, decode, page, errors)
@@ -177,7 +177,7 @@ def draw_results(stats, stamp: ResultStamp, request: tuple, methods: list[str], 
     if extra:
         st.subheader("Methods that run the model again")
         extra_scores, extra_errors = extra_pass_results(stats, request, extra, values, helpers)
-        extra_panels = [make_panel(m, s, scale_how, None, req_spec, req_bos, {}) for m, s in extra_scores.items()]
+        extra_panels = [explore_panel(m, s, scale_how, None, req_spec, req_bos, {}) for m, s in extra_scores.items()]
         draw_panels(stats, extra_panels, decode, page, extra_errors)
     export_buttons(stats, panels + extra_panels, stamp, decode)
     st.caption(f"{stats.n_scored} tokens scored"

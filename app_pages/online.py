@@ -8,7 +8,7 @@ from mia_core.audit.online import (
     OnlineParams, demo_passages, join_passages, label_windows, window_auroc, window_scores, window_view,
 )
 from mia_core.csv_safe import to_csv_safe
-from mia_core.heatmap import fixed_scale, heatmap_html
+from mia_core.heatmap import make_panel, panel_html
 from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.limits import MAX_REQUEST_CHARS, RequestTooLarge, check_request_chars
 from ui.models import allowed_methods, cached_model, cached_stats, drop_refused, refused_note
@@ -119,10 +119,8 @@ def draw(spec: str, text: str, spans, params: OnlineParams, method_params: dict)
     view = window_view(stats, int(row.token_start), int(row.token_end))
     takes_k = "k" in mia_core.METHODS[params.method].param_names
     score = mia_core.score(params.method, view, **method_params, **({"k": params.k} if takes_k else {}))
-    method = mia_core.get_method(params.method)  # its fixed range: windows compare; red = member-like, as the chart
-    scale = fixed_scale(method.token_range, centre=method.centre) if method.token_range else None
-    st.html(heatmap_html(view, score.token_scores, score.selected, centre=method.centre, scale=scale,
-                         decode=cached_model(spec).tokenizer.decode, element_id="online-window"))
+    panel = make_panel(params.method, score, scale="fixed")  # its fixed range: windows compare; red = member-like
+    st.html(panel_html(view, panel, cached_model(spec).tokenizer.decode, None, element_id="online-window"))
     out = table.assign(label=labels) if labels is not None else table
     st.download_button("Window scores (CSV)", to_csv_safe(out), "windows.csv", "text/csv")
 

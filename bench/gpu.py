@@ -49,7 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import authors_loop  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 import mia_core  # noqa: E402
-from mia_core.evaluation import evaluate_texts  # noqa: E402
+from mia_core import metrics  # noqa: E402
+from mia_core.fitting import FitSplit, fit_supervised  # noqa: E402
 from mia_core.inputs.demo_sources import first_words, play_files, play_text, wiki_paragraphs  # noqa: E402
 from mia_core.methods.gds.features import GdsSettings, features_loop, gradient_features  # noqa: E402
 from mia_core.methods.infilling.engine import fed_ids, plan_branches, primed_fast, primed_reference  # noqa: E402
@@ -362,8 +363,9 @@ def auroc_agreement(args, device, tmp: Path) -> dict:
                 params = {"freq": freq}
             t, frame_scores = timed(lambda: mia_core.score_texts(lm, texts, [method], **params), device)
             aurocs[method], seconds[method] = float(roc_auc_score(labels, frame_scores[method].to_numpy())), t
-        t, gds = timed(lambda: evaluate_texts(lm, texts, labels, n_boot=50), device)
-        aurocs["gds (held-out 70%)"], seconds["gds (held-out 70%)"] = float(gds.report["auroc"]), t
+        t, gds = timed(lambda: fit_supervised(lm, "gds", texts, labels, split=FitSplit(), score_all=True), device)
+        held = np.asarray(labels)[gds.test_idx]
+        aurocs["gds (held-out 70%)"], seconds["gds (held-out 70%)"] = metrics.auroc(held, gds.scores[gds.test_idx]), t
         result[dtype] = {"auroc": aurocs, "seconds": seconds}
         del lm, ref
     diffs = {m: abs(result["bfloat16"]["auroc"][m] - result["float32"]["auroc"][m]) for m in result["float32"]["auroc"]}

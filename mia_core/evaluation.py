@@ -1,7 +1,8 @@
 """Method comparison on labelled texts, end to end: scores, held-out rows, metrics, the blind baseline, a run block.
 
-`evaluate_methods` is the one path behind `mia eval`, `mia gds eval` and the Benchmark page: it
-scores every text, holds out a supervised method's training split for every method, evaluates,
+`evaluate_methods` is the one path behind `mia eval` and the Benchmark page: it scores every text, fits the
+chosen supervised methods on a seeded split (`fitting.FitSplit`) and holds their training rows out for every
+method, evaluates,
 and records seeds, settings, model fingerprint and code version in a run block (`reproduce_command`
 turns that block back into the `mia eval` command). The blind baseline (Das, Zhang & Tramèr 2024)
 tells whether the labels are separable without the model at all; if so, a high AUROC is not
@@ -21,11 +22,10 @@ import numpy as np
 import pandas as pd
 
 from . import blind, metrics
-from .methods.gds.classifier import GdsClassifier, as_classifier, fit_classifier
-from .methods.gds.features import GdsSettings, Progress, gradient_features
-from .methods.gds.split import check_labels, split_record, stratified_split
-from .methods.helper_texts import HelperSplit, HelperTexts, ReferenceStats, split_helpers
 from .api import HELPER_NEEDS, get_method
+from .fitting import FitSplit, fit_supervised, given_fit
+from .methods.helper_texts import HelperSplit, HelperTexts, ReferenceStats, split_helpers
+from .methods.labelled import check_labels
 from .model.language_model import LanguageModel
 from .scoring import score_table
 from .version import code_version
@@ -67,118 +67,82 @@ def format_report(report: dict, methods: list[str]) -> str:
     return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class GdsEvaluation:
-    """GDS fitted on the training rows and evaluated on the held-out rows."""
-
-    classifier: GdsClassifier
-    train_idx: np.ndarray
-    test_idx: np.ndarray
-    test_scores: np.ndarray
-    """Member log-odds of the test rows (higher = member)."""
-    report: dict
-    """`metrics.evaluate` on the test rows, plus "split" (what the classifier learned from)."""
-    scores: np.ndarray | None = None
-    """Member log-odds of every row, in input order (training rows included)."""
-
-
-def evaluate_texts(lm: LanguageModel, texts: Sequence[str], labels, *, ids=None, settings: GdsSettings = GdsSettings(),
-                   train_fraction: float = 0.3, seed: int = 0, n_boot: int = 1000, source: str = "",
-                   batch_tokens: int | None = None, progress: Progress | None = None) -> GdsEvaluation:
-    """Features of every text, MLP fitted on a seeded stratified split, AUROC with bootstrap CI on the rest."""
-    y = check_labels(labels)
-    train, test = stratified_split(y, train_fraction=train_fraction, seed=seed)
-    texts = [str(t) for t in texts]
-    features = gradient_features(lm, texts, settings, batch_tokens=batch_tokens, progress=progress)
-    split = split_record(y, train, test, ids, train_fraction=train_fraction, seed=seed, source=source, texts=texts)
-    clf = fit_classifier(features[train], y[train], lm, settings=settings, seed=seed, split=split)
-    scores = clf.log_odds(features)
-    clf.memo.update({(lm.fingerprint, str(lm.dtype), t): float(v) for t, v in zip(texts, scores)})
-    with warnings.catch_warnings():  # kept in the report instead
-        warnings.simplefilter("ignore", UserWarning)
-        report = metrics.evaluate(y[test], scores[test], n_boot=n_boot, seed=seed)
-    report["split"] = {k: v for k, v in split.items() if k not in ("train_ids", "train_sha256")}
-    report["supervised"] = clf.describe()
-    return GdsEvaluation(clf, train, test, scores[test], report, scores)
-
-
-@dataclass(frozen=True)
-class GdsFit:
-    """Fit GDS on a seeded stratified split of the labelled texts; every method is then evaluated on the rest."""
-
-    train_fraction: float = 0.3
-    seed: int = 0
-    """Seed of the split and of the MLP."""
-    settings: GdsSettings = field(default_factory=GdsSettings)
-    batch_tokens: int | None = None
-
-
 @dataclass
 class EvaluationRun:
     """A finished evaluation: the JSON-safe report (with its "run" block) and the per-text scores.
 
-    scores : id, label, n_tokens, long_text, one column per method (every text; `in_gds_training_split`
-        marks rows that no metric uses when a supervised classifier learned from them).
+    scores : id, label, n_tokens, long_text, one column per method (every text; `in_training_split`
+        marks rows that no metric uses because a supervised method learned from them).
     held_out : bool per text, True where the metrics were computed.
-    classifier : the GDS classifier fitted here (with `GdsFit`), else None.
+    fitted : what each supervised method fitted here (with `fit=`), by method.
     """
 
     report: dict
     scores: pd.DataFrame
     held_out: np.ndarray
-    classifier: GdsClassifier | None = None
+    fitted: dict[str, Any] = field(default_factory=dict)
 
 
 def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[str], *, k: float | None = None,
                      bos: str = "auto", long_text: str = "sliding", params: dict | None = None,
-                     inputs: dict | None = None, fit_gds: GdsFit | None = None, n_boot: int = 1000, seed: int = 0,
+                     inputs: dict | None = None, fit: FitSplit | None = None, n_boot: int = 1000, seed: int = 0,
                      source: str = "", backend: str = "local", ray_address: str | None = None, ray_options: Any = None,
                      progress: Callable[[int, int], None] | None = None,
                      helper_split: HelperSplit | None = None) -> EvaluationRun:
     """Score labelled texts (`data`: id, text, label) with `methods` and evaluate them on the held-out rows.
 
-    params : method parameters (e.g. {"m": 5}); inputs : what methods need (`ref_model`, `freq`,
-    `classifier` — a classifier fitted elsewhere: the texts it learned from are held out; helper
+    params : method parameters (e.g. {"m": 5}); inputs : what methods need (`ref_model`, `freq`, a supervised
+    method's fitted value such as `classifier` — fitted elsewhere: the texts it learned from are held out; helper
     texts `shots_nonmembers`, `shots_members`, `reference` as `HelperTexts` or lists of texts).
-    fit_gds : also fit GDS on a split here; then every method is evaluated on the other rows.
+    fit : fit the chosen supervised methods here on one seeded split; every method is then evaluated on the rest.
     helper_split : how helper texts a method needs but `inputs` lacks are split off `data` (default
         `HelperSplit(n_shots=params["n_shots"] or 10)`); those rows are then scored by no method.
     """
     methods, params, inputs = list(dict.fromkeys(methods)), dict(params or {}), dict(inputs or {})
+    unused = set(params) - {n for m in methods for n in get_method(m).param_names}
+    if unused:
+        raise TypeError(f"parameters {sorted(unused)} are not used by methods {methods}")
     data, helpers_record = _split_off_helpers(data, methods, params, inputs, helper_split, source)
-    scored = [m for m in methods if not (m == "gds" and fit_gds is not None)]  # a GDS fitted here scores itself
+    fitting = [m for m in methods if fit is not None and get_method(m).supervised is not None]
+    scored = [m for m in methods if m not in fitting]  # a method fitted here scores itself
     texts, labels = [str(t) for t in data["text"]], check_labels(data["label"].to_numpy())
     ids = data["id"].tolist() if "id" in data else list(range(len(texts)))
     where = {"backend": backend, "ray_address": ray_address, "ray_options": ray_options}
     frame = pd.DataFrame({"id": ids, "label": labels})
     if scored:
         frame = pd.concat([frame, score_table(lm, texts, scored, k=k, bos=bos, long_text=long_text, progress=progress,
-                                              **where, **params, **inputs)], axis=1)
-    held_out, classifier, extra = np.ones(len(texts), dtype=bool), None, {}
-    if fit_gds is not None:
-        fitted = evaluate_texts(lm, texts, labels, ids=ids, settings=fit_gds.settings, seed=fit_gds.seed,
-                                train_fraction=fit_gds.train_fraction, n_boot=n_boot, source=source,
-                                batch_tokens=fit_gds.batch_tokens, progress=progress)
-        classifier = fitted.classifier
-        held_out[:] = False
-        held_out[fitted.test_idx] = True
-        frame["gds"] = fitted.scores  # every row's log-odds (training rows are marked and not evaluated)
-        extra = {"split": fitted.report["split"], "supervised": classifier.describe()}
-    elif "gds" in methods and inputs.get("classifier") is not None:
-        trained = as_classifier(inputs["classifier"])
-        held_out = np.array([not trained.trained_on(t) for t in texts], dtype=bool)
+                                              **where, **_params_of(scored, params), **inputs)], axis=1)
+    held_out, fitted, extra = np.ones(len(texts), dtype=bool), {}, {}
+    for method in fitting:
+        found = fit_supervised(lm, method, texts, labels, ids=ids, split=fit, params=_params_of([method], params),
+                               bos=bos, source=source, progress=progress, score_all=True)
+        fitted[method] = found.value
+        held_out[found.train_idx] = False
+        frame[method] = found.scores  # every row's score (training rows are marked and not evaluated)
+        extra = {"split": {k: v for k, v in found.record.items() if k not in ("train_ids", "train_sha256")},
+                 "supervised": {m: v.describe() for m, v in fitted.items()}}
+    for method in scored:  # fitted elsewhere: the texts it learned from are no evidence
+        given = given_fit(method, inputs)
+        if given is not None:
+            held_out &= np.array([not given.trained_on(t) for t in texts], dtype=bool)
     if not held_out.all():
-        frame["in_gds_training_split"] = ~held_out
-    evaluated = scored + (["gds"] if fit_gds is not None else [])
+        frame["in_training_split"] = ~held_out
+    evaluated = scored + fitting
     report = evaluate_frame(frame.loc[held_out, evaluated].reset_index(drop=True), labels[held_out],
                             [t for t, keep in zip(texts, held_out) if keep], n_boot=n_boot, seed=seed)
     report.update(extra)
     if helpers_record:
         report["helpers"] = helpers_record
-    report["run"] = run_block(lm, classifier, methods=evaluated, k=k, bos=bos, long_text=long_text, params=params, inputs=inputs,
-                              fit_gds=fit_gds, n_boot=n_boot, seed=seed, source=source, backend=backend,
+    report["run"] = run_block(lm, fitted, methods=evaluated, k=k, bos=bos, long_text=long_text, params=params,
+                              inputs=inputs, fit=fit, n_boot=n_boot, seed=seed, source=source, backend=backend,
                               excluded=int((~held_out).sum()), n_texts=len(texts), helpers=helpers_record)
-    return EvaluationRun(json_safe(report), frame, held_out, classifier)
+    return EvaluationRun(json_safe(report), frame, held_out, fitted)
+
+
+def _params_of(methods: list[str], params: dict) -> dict:
+    """The parameters some of `methods` take."""
+    names = {n for m in methods for n in get_method(m).param_names}
+    return {n: v for n, v in params.items() if n in names}
 
 
 def _split_off_helpers(data: pd.DataFrame, methods: list[str], params: dict, inputs: dict,
@@ -210,8 +174,8 @@ def _plain_id(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def run_block(lm: LanguageModel, classifier: GdsClassifier | None, *, methods: list[str], k: float | None, bos: str, long_text: str, params: dict,
-              inputs: dict, fit_gds: GdsFit | None, n_boot: int, seed: int, source: str, backend: str,
+def run_block(lm: LanguageModel, fitted: dict[str, Any], *, methods: list[str], k: float | None, bos: str, long_text: str,
+              params: dict, inputs: dict, fit: FitSplit | None, n_boot: int, seed: int, source: str, backend: str,
               excluded: int, n_texts: int, helpers: dict | None = None) -> dict:
     """What a reader needs to trust and repeat an evaluation: model, data, every setting and seed, code version."""
     ref_model, freq = inputs.get("ref_model"), inputs.get("freq")
@@ -219,13 +183,12 @@ def run_block(lm: LanguageModel, classifier: GdsClassifier | None, *, methods: l
         "model": lm.name, "spec": lm.spec, "fingerprint": lm.fingerprint, "dtype": str(lm.dtype).removeprefix("torch."),
         "input": source, "n_texts": n_texts, "methods": methods,
         "method_labels": {m: get_method(m).label for m in methods}, "k": k, "bos": bos, "long_text": long_text,
-        "ref_model": getattr(ref_model, "spec", ref_model), "freq": _describe(freq), "a": params.get("a"),
+        "ref_model": getattr(ref_model, "spec", ref_model), "freq": _describe(freq),
         "params": {n: _describe(v) for n, v in params.items()},
         "classifier": _describe(inputs.get("classifier")),
-        "gds_fit": None if fit_gds is None else {**asdict(fit_gds), "settings": asdict(fit_gds.settings)},
-        "lora": None if classifier is None else classifier.spec["lora"],
-        "mlp": None if classifier is None else classifier.spec["mlp"],
-        "n_boot": n_boot, "seed": seed, "backend": backend, "excluded_gds_training_rows": excluded,
+        "fit": None if fit is None else {**asdict(fit), "methods": list(fitted)},
+        "fitted": {m: v.describe() for m, v in fitted.items()},
+        "n_boot": n_boot, "seed": seed, "backend": backend, "excluded_training_rows": excluded,
         "helper_split": (helpers or {}).get("split"),
         "helper_sources": {r: v["source"] for r, v in (helpers or {}).items() if r != "split"},
         "code_version": code_version(), "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -243,15 +206,10 @@ def reproduce_command(run: dict, *, input_name: str | None = None, per_class: in
         words += ["--text-column", text_column, "--label-column", label_column]
     if per_class is not None:
         words += ["--per-class", str(per_class)]
-    if run.get("gds_fit"):
-        fit = run["gds_fit"]
-        words += ["--fit-gds", str(fit["train_fraction"]), "--gds-seed", str(fit["seed"]),
-                  "--gds-max-tokens", str(fit["settings"]["max_tokens"])]
+    if run.get("fit"):
+        words += ["--fit", str(run["fit"]["train_fraction"]), "--fit-seed", str(run["fit"]["seed"])]
     for name, value in run["params"].items():
-        if name != "a":
-            words += ["--param", f"{name}={value}"]
-    if run.get("a") is not None:
-        words += ["--a", str(run["a"])]
+        words += ["--param", f"{name}={value}"]
     if run.get("classifier"):
         words += ["--param", f"classifier={run['classifier']}"]
     if run.get("ref_model"):

@@ -12,7 +12,7 @@ from sklearn.metrics import roc_auc_score
 
 from mia_core import load_model, score_texts
 from mia_core.blind import ATTACKS, blind_baseline
-from mia_core.evaluation import GdsFit, evaluate_frame, evaluate_methods, format_report, json_safe, reproduce_command
+from mia_core.evaluation import FitSplit, evaluate_frame, evaluate_methods, format_report, json_safe, reproduce_command
 from mia_core.version import code_version
 from tests.support.cli_runner import run_cli
 
@@ -34,12 +34,12 @@ def test_scores_held_out_rows_and_run_block(saved, tmp_path, monkeypatch):
     monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
     folder, csv, data = saved
     lm = load_model(str(folder), device="cpu")
-    result = evaluate_methods(lm, data, ["loss", "min_k"], k=0.3, fit_gds=GdsFit(0.5, seed=1), n_boot=200, seed=3,
+    result = evaluate_methods(lm, data, ["loss", "min_k", "gds"], k=0.3, fit=FitSplit(0.5, seed=1), n_boot=200, seed=3,
                               source=str(csv))
     labels = data["label"].to_numpy()
     held = result.held_out
     assert held.sum() == 40 and labels[held].sum() == 20  # the GDS split's test rows, stratified
-    assert result.scores["in_gds_training_split"].tolist() == (~held).tolist()
+    assert result.scores["in_training_split"].tolist() == (~held).tolist()
     direct = score_texts(lm, data["text"].tolist(), ["loss", "min_k"], k=0.3)
     for name in ("loss", "min_k"):  # every method on the held-out rows only, scores as score_texts gives them
         np.testing.assert_allclose(result.scores[name], direct[name], rtol=1e-12)
@@ -55,8 +55,8 @@ def test_scores_held_out_rows_and_run_block(saved, tmp_path, monkeypatch):
     assert result.report["n_members"] == 20 and result.report["split"]["n_train"] == 40
     run = result.report["run"]
     assert run["fingerprint"] == lm.fingerprint and run["spec"] == str(folder) and run["code_version"] == code_version()
-    assert run["seed"] == 3 and run["gds_fit"]["seed"] == 1 and run["methods"] == ["loss", "min_k", "gds"]
-    assert run["excluded_gds_training_rows"] == 40
+    assert run["seed"] == 3 and run["fit"]["seed"] == 1 and run["methods"] == ["loss", "min_k", "gds"]
+    assert run["excluded_training_rows"] == 40 and run["fit"]["methods"] == ["gds"]
     json.dumps(result.report, allow_nan=False)  # strict JSON: NaN became null
 
 
@@ -65,11 +65,11 @@ def test_printed_command_reproduces_the_numbers(saved, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     folder, csv, data = saved
     lm = load_model(str(folder), device="cpu")
-    result = evaluate_methods(lm, data, ["loss", "zlib", "min_k_pp"], k=0.25, fit_gds=GdsFit(0.5, seed=2), n_boot=200,
+    result = evaluate_methods(lm, data, ["loss", "zlib", "min_k_pp", "gds"], k=0.25, fit=FitSplit(0.5, seed=2), n_boot=200,
                               seed=5, source=str(csv))
     command = reproduce_command(result.report["run"])
     assert command.startswith(f"mia eval --model {folder} --input {csv} --methods loss,zlib,min_k_pp,gds --k 0.25")
-    assert "--dtype float32" in command and "--fit-gds 0.5 --gds-seed 2" in command
+    assert "--dtype float32" in command and "--fit 0.5 --fit-seed 2" in command
     code, out, err = run_cli(*shlex.split(command)[1:])
     assert code == 0, err
     again = json.loads((tmp_path / "metrics.json").read_text())
@@ -78,7 +78,7 @@ def test_printed_command_reproduces_the_numbers(saved, tmp_path, monkeypatch):
         assert again[name]["auroc_ci"] == pytest.approx(result.report[name]["auroc_ci"], abs=1e-12)
     assert again["run"]["command"] == command
     scores = pd.read_csv(tmp_path / "scores.csv")
-    assert scores["in_gds_training_split"].sum() == 40 and len(scores) == 80
+    assert scores["in_training_split"].sum() == 40 and len(scores) == 80
 
 
 def test_json_safe_turns_non_finite_and_numpy_values_into_json():
@@ -87,15 +87,15 @@ def test_json_safe_turns_non_finite_and_numpy_values_into_json():
 
 
 def test_command_of_a_gds_only_run_reproduces_it(saved, tmp_path, monkeypatch):
-    """`mia gds eval` and a Benchmark run with GDS alone print a command that runs (methods: gds)."""
+    """A run fitting GDS alone (the CLI's `--fit`, the Benchmark page) prints a command that runs (methods: gds)."""
     monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     folder, csv, data = saved
-    code, _, err = run_cli("gds", "eval", "--model", folder, "--input", csv, "--train-fraction", "0.5", "--max-tokens",
-                           "64", "--output", tmp_path / "gds.json", "--n-boot", "200")
+    code, _, err = run_cli("eval", "--model", folder, "--input", csv, "--methods", "gds", "--fit", "0.5", "--param",
+                           "max_tokens=64", "--output", tmp_path / "gds.json", "--n-boot", "200")
     assert code == 0, err
     first = json.loads((tmp_path / "gds.json").read_text())
-    assert "--methods gds" in first["run"]["command"] and "--gds-max-tokens 64" in first["run"]["command"]
+    assert "--methods gds" in first["run"]["command"] and "--param max_tokens=64" in first["run"]["command"]
     code, _, err = run_cli(*shlex.split(first["run"]["command"])[1:])
     assert code == 0, err
     again = json.loads((tmp_path / "metrics.json").read_text())

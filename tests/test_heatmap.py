@@ -1,14 +1,22 @@
-"""Heatmap HTML: escaping, whitespace, hover boxes, colours (one meaning: red = member-like), scales, legends."""
+"""Heatmaps (`mia_core.heatmap`): escaping, whitespace, hover boxes, colours (one meaning: red = member-like), scales,
+legends, a method's panel on each scale against hand-computed percentiles, and the standalone page (escaped,
+stamped)."""
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 
 import numpy as np
+import pytest
 
-from mia_core import METHODS, TokenStats, score
-from mia_core.heatmap import colour, colour_scale, fixed_scale, heatmap_html, legend_html, reference_scale
+from mia_core import METHODS, Score, TokenStats, score
+from mia_core.heatmap import (
+    colour, colour_scale, fixed_scale, heatmap_document, heatmap_html, legend_html, make_panel, panel_html,
+    reference_scale,
+)
 from mia_core.palette import HIGH_RGB, LOW_RGB, MID_RGB
+from mia_core.stamp import stamp_for
 
 SPAN_COLOUR = re.compile(r'<span class="mia-tok" style="background:(rgb\([^)]*\))')
 
@@ -92,3 +100,78 @@ def test_legend_says_which_end_is_member_like_and_which_scale_is_on():
     assert "Red = lower: the prefix cost it; blue = higher: the prefix helped it." in recall
     gradient = re.search(r"linear-gradient\(to right, ([^)]*\)), ([^)]*\)), ([^)]*\))\)", legend_html(-1, 0, 1))
     assert gradient.group(1) == f"rgb{LOW_RGB}" and gradient.group(3) == f"rgb{HIGH_RGB}"  # blue left, red right
+
+
+def hand_score(token_scores: list[float]) -> Score:
+    """A score with the given token scores (none selected), as a method would return it."""
+    values = np.asarray(token_scores, dtype=np.float64)
+    return Score(float(values.mean()), values, np.zeros(values.size, bool))
+
+
+#: Five token scores; sorted −4 … 0, numpy's linear percentiles by hand: 5th at rank 0.05·4 = 0.2 → −4 + 0.2 = −3.8,
+#: 95th at rank 3.8 → −1 + 0.8 = −0.2.
+FIVE = [-4.0, -1.0, -2.0, 0.0, -3.0]
+
+
+def test_panel_on_this_texts_scale_spans_its_5th_to_95th_percentile():
+    panel = make_panel("loss", hand_score(FIVE), scale="text")
+    assert panel.scale == pytest.approx((-3.8, -2.0, -0.2))  # loss has no centre: the midpoint −2.0
+    assert panel.scale_note == "this text: its 5th–95th percentile"
+    centred = make_panel("min_k_pp", hand_score(FIVE), scale="text")  # Min-K%++ is centred at 0
+    assert centred.scale == pytest.approx((-3.8, 0.0, 1e-9))  # widened so that the centre sits inside
+
+
+def test_panel_on_the_fixed_scale_is_the_declared_range_whatever_the_text():
+    loss = make_panel("loss", hand_score(FIVE), scale="fixed")
+    assert loss.scale == (-6.0, -3.0, 0.0) and loss.scale_note == "fixed for Loss (−mean NLL): -6 to 0"
+    zpp = make_panel("min_k_pp", hand_score([5.0, 7.0]), scale="fixed")
+    assert zpp.scale == (-3.0, 0.0, 1.0) and zpp.scale_note == "fixed for Min-K%++: -3 to 1"
+    # a method declaring no range falls back to the text's own, and says so
+    infilling = make_panel("infilling", hand_score(FIVE), scale="fixed")
+    assert infilling.scale == pytest.approx((-3.8, 0.0, 1e-9))  # centre 0 above the 95th percentile −0.2: widened
+    assert infilling.scale_note == "this text's 5th–95th percentile (Infilling Score declares no fixed range)"
+
+
+def test_panel_on_the_reference_scale_pools_the_reference_token_scores():
+    # 0 … 100 pooled over two texts (a NaN left out): percentiles 5 and 95 exactly, the midpoint 50
+    reference = [np.arange(0.0, 51.0), np.append(np.arange(51.0, 101.0), np.nan)]
+    panel = make_panel("loss", hand_score(FIVE), scale="reference", reference_token_scores=reference,
+                       reference_source="the demo's known non-members")
+    assert panel.scale == (5.0, 50.0, 95.0)
+    assert panel.scale_note == "fixed: 5th–95th percentile of the token scores of 2 of the demo's known non-members"
+    unmet = make_panel("loss", hand_score(FIVE), scale="reference")  # no reference texts: the fixed range, said so
+    assert unmet.scale == (-6.0, -3.0, 0.0)
+    assert unmet.scale_note == "fixed for Loss (−mean NLL): -6 to 0 (no known non-members with their texts chosen below)"
+    with pytest.raises(ValueError, match="scale must be one of fixed, reference, text"):
+        make_panel("loss", hand_score(FIVE), scale="own")
+
+
+def test_panel_takes_its_legend_words_from_the_methods_token_view():
+    view = METHODS["recall"].view
+    panel = make_panel("recall", hand_score([-1.0, 0.5, 1.5]), scale="fixed")
+    assert (panel.label, panel.member_high, panel.colour_means, panel.low_means, panel.high_means, panel.outlined) == (
+        "ReCaLL", False, view.colour, view.low, view.high, view.outlined)
+    assert panel.scale == (-2.0, 0.0, 2.0)
+    stats = hand_stats(["a", "b", "c"], [-1.0, 0.5, 1.5])
+    plain = html.unescape(re.sub(r"<[^>]+>", "", panel_html(stats, panel, None, None)))
+    assert f"Red = lower: {view.low}" in plain and "Scale: fixed for ReCaLL: -2 to 2." in plain
+    # −1 on (−2, 0, 2) with low scores member-like: t = 0.5 towards red, as `colour` computes by hand above
+    assert SPAN_COLOUR.findall(panel_html(stats, panel, None, None))[0] == "rgb(212,136,145)"
+
+
+HOSTILE = 'Hi <script>alert("x")</script> =SUM(A1) & -5 bye'
+
+
+def test_heatmap_document_is_standalone_escaped_and_stamped(llama_lm):
+    stats = llama_lm.token_stats([HOSTILE], cache=False)[0]
+    stamp = stamp_for("<b>model</b>", "f" * 40, HOSTILE, "auto", k=0.2)
+    panel = make_panel("min_k", score("min_k", stats, k=0.2), scale="fixed")
+    page = heatmap_document(stats, [panel], stamp, llama_lm.tokenizer.decode)
+    assert page.startswith("<!doctype html>") and page.endswith("</html>")
+    assert "<script" not in page.lower() and "<b>model</b>" not in page and "&lt;b&gt;model&lt;/b&gt;" in page
+    assert "<link" not in page and "src=" not in page  # one file: inline CSS, nothing fetched
+    digest = hashlib.sha256(HOSTILE.encode()).hexdigest()
+    assert f"sha256 {digest[:8]}" in page and "BOS auto, k 0.2" in page and "ffffffffffff" in page
+    assert page.count('class="mia-tok"') == stats.n_scored and "Scale: fixed for Min-K% Prob: -6 to 0." in page
+    body = page.split('<div id="heatmap-0" class="mia-heatmap">')[1].split('</div><div class="mia-legend"')[0]
+    assert html.unescape(re.sub(r"<[^>]+>", "", body)) == HOSTILE  # the whole text, once, escaped

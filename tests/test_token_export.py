@@ -1,20 +1,17 @@
-"""Explore's exports (`mia_core.token_export`) and result stamps (`mia_core.stamp`): the per-token CSV against the
-statistics it came from, the standalone heatmap HTML escaped and stamped."""
+"""Explore's per-token CSV (`mia_core.token_export`) against the statistics it came from, and result stamps
+(`mia_core.stamp`); the standalone heatmap page is tested with the heatmaps (`tests/test_heatmap.py`)."""
 from __future__ import annotations
 
 import hashlib
-import html
 import io
-import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from mia_core import METHODS, score
-from mia_core.heatmap import fixed_scale
+from mia_core import score
 from mia_core.stamp import stamp_for
-from mia_core.token_export import TOKEN_COLUMNS, Panel, heatmap_document, token_csv, token_table
+from mia_core.token_export import TOKEN_COLUMNS, token_csv, token_table
 
 HOSTILE = 'Hi <script>alert("x")</script> =SUM(A1) & -5 bye'
 
@@ -52,22 +49,6 @@ def test_token_table_refuses_token_scores_of_another_length(llama_lm):
     bad = type(bad)(bad.value, bad.token_scores[:-1], bad.selected[:-1])
     with pytest.raises(ValueError, match="token scores for"):
         token_table(stats, {"loss": bad})
-
-
-def test_heatmap_document_is_standalone_escaped_and_stamped(llama_lm):
-    stats = llama_lm.token_stats([HOSTILE], cache=False)[0]
-    s = score("min_k", stats, k=0.2)
-    stamp = stamp_for("<b>model</b>", "f" * 40, HOSTILE, "auto", k=0.2)
-    panel = Panel("min_k", METHODS["min_k"].label, s, fixed_scale((-6.0, 0.0)), "fixed for Min-K% Prob: -6 to 0")
-    page = heatmap_document(stats, [panel], stamp, llama_lm.tokenizer.decode)
-    assert page.startswith("<!doctype html>") and page.endswith("</html>")
-    assert "<script" not in page.lower() and "<b>model</b>" not in page and "&lt;b&gt;model&lt;/b&gt;" in page
-    assert "<link" not in page and "src=" not in page  # one file: inline CSS, nothing fetched
-    digest = hashlib.sha256(HOSTILE.encode()).hexdigest()
-    assert f"sha256 {digest[:8]}" in page and "BOS auto, k 0.2" in page and "ffffffffffff" in page
-    assert page.count('class="mia-tok"') == stats.n_scored and "Scale: fixed for Min-K% Prob: -6 to 0." in page
-    body = page.split('<div id="heatmap-0" class="mia-heatmap">')[1].split('</div><div class="mia-legend"')[0]
-    assert html.unescape(re.sub(r"<[^>]+>", "", body)) == HOSTILE  # the whole text, once, escaped
 
 
 def test_stamp_says_what_changed():

@@ -1,5 +1,6 @@
 """Explore's colour scale: "fixed per method" (the same score gets the same colour in every text), "known
-non-members" or "this text".
+non-members" or "this text". The scale itself is chosen in the core (`mia_core.heatmap.panel`); this module offers
+the choice and reads the known non-members' token scores (once, cached, with a spinner).
 
 Fixed is the default: the range the method declares (`MethodSpec.token_range`; a method that declares none falls
 back to the text's own range, and the legend says so). "Known non-members" takes the 5th–95th percentile of the
@@ -13,12 +14,13 @@ import numpy as np
 import streamlit as st
 
 import mia_core
-from mia_core.heatmap import Scale, colour_scale, fixed_scale, reference_scale
 from mia_core.reference import demo_split
 from ui.models import cached_stats
 from ui.reference_view import DEMO, TEXTS
 
 FIXED, REFERENCE, THIS_TEXT = "fixed per method", "known non-members", "this text"
+#: The choices as the core's scale names (`mia_core.heatmap.SCALES`).
+SCALE_NAMES = {FIXED: "fixed", REFERENCE: "reference", THIS_TEXT: "text"}
 #: Known non-member texts the reference scale reads at most (their percentiles settle long before).
 MAX_SCALE_TEXTS = 200
 
@@ -63,22 +65,12 @@ def reference_token_scores(spec: str, texts: tuple[str, ...], bos: str, method: 
     return out
 
 
-def scale_for(method: str, values: np.ndarray, how: str, reference: tuple[tuple[str, ...], str] | None, spec: str,
-              bos: str, params: dict) -> tuple[Scale, str]:
-    """The (low, centre, high) to colour a method's token scores with, and the legend's note on where it comes from."""
-    spec_ = mia_core.METHODS[method]
-    centre = spec_.centre
-    if how == REFERENCE and reference is not None and spec_.stats_only:
-        texts, source = reference
-        with st.spinner(f"Reading the token scores of {source} once for the colour scale …"):
-            scores = reference_token_scores(spec, texts, bos, method, tuple(sorted(params.items())))
-        if scores:
-            return reference_scale(scores, centre=centre), (f"fixed: 5th–95th percentile of the token scores of "
-                                                            f"{len(scores)} of {source}")
-    if how in (FIXED, REFERENCE) and spec_.token_range is not None:
-        low, high = spec_.token_range
-        unmet = " (no known non-members with their texts chosen below)" if how == REFERENCE else ""
-        return fixed_scale(spec_.token_range, centre=centre), f"fixed for {spec_.label}: {low:g} to {high:g}{unmet}"
-    note = "this text: its 5th–95th percentile" if how == THIS_TEXT else (
-        f"this text's 5th–95th percentile ({spec_.label} declares no fixed range)")
-    return colour_scale(np.asarray(values, dtype=np.float64), centre=centre), note
+def reference_scores(method: str, how: str, reference: tuple[tuple[str, ...], str] | None, spec: str, bos: str,
+                     params: dict) -> list[np.ndarray] | None:
+    """The reference texts' token scores under a statistics-only method when the known non-members' scale is chosen
+    (read once, with a spinner); None otherwise (the core then falls back to the fixed scale and says so)."""
+    if how != REFERENCE or reference is None or not mia_core.METHODS[method].stats_only:
+        return None
+    texts, source = reference
+    with st.spinner(f"Reading the token scores of {source} once for the colour scale …"):
+        return reference_token_scores(spec, texts, bos, method, tuple(sorted(params.items())))

@@ -6,38 +6,27 @@ shared by every column, so the columns show the same tokens."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core.heatmap import heatmap_html, legend_html
+from mia_core.heatmap import Panel, heatmap_document, make_panel, panel_html
 from mia_core.limits import MAX_HEATMAP_TOKENS, heatmap_pages
 from mia_core.methods import reading
 from mia_core.stamp import ResultStamp
-from mia_core.token_export import Panel, heatmap_document, token_csv
-from ui.token_scale import scale_for
+from mia_core.token_export import token_csv
+from ui.token_scale import SCALE_NAMES, reference_scores
 
 
-def make_panel(method: str, score: mia_core.Score, scale_how: str, reference, spec: str, bos: str,
-               params: dict) -> Panel:
-    """A method's heatmap as it will be shown: its score, colour scale (with where it comes from) and legend words."""
-    scale, note = scale_for(method, score.token_scores, scale_how, reference, spec, bos, params)
-    view = mia_core.METHODS[method].view
-    return Panel(method, mia_core.METHODS[method].label, score, scale, note, view.member_high, view.colour, view.low,
-                 view.high, view.outlined)
-
-
-def panel_html(stats, panel: Panel, decode: Callable[[int], str] | None, page: tuple[int, int] | None) -> str:
-    """The heatmap of the panel's token scores (one page of them) with the legend for this method and scale."""
-    body = heatmap_html(stats, np.asarray(panel.score.token_scores, dtype=float), panel.score.selected,
-                        scale=panel.scale, member_high=panel.member_high, decode=decode,
-                        element_id=f"heatmap-{panel.method}", legend=False, page=page)
-    return body + legend_html(*panel.scale, member_high=panel.member_high, colour_means=panel.colour_means,
-                              low_means=panel.low_means, high_means=panel.high_means, outlined=panel.outlined,
-                              scale_note=panel.scale_note)
+def explore_panel(method: str, score: mia_core.Score, scale_how: str, reference, spec: str, bos: str,
+                  params: dict) -> Panel:
+    """A method's heatmap as it will be shown (`mia_core.heatmap.make_panel`), on the scale chosen on the page; the
+    known non-members' token scores read here when that scale is chosen."""
+    scores = reference_scores(method, scale_how, reference, spec, bos, params)
+    return make_panel(method, score, scale=SCALE_NAMES[scale_how], reference_token_scores=scores,
+                      reference_source=reference[1] if reference else "the known non-members")
 
 
 def heatmap_page(n_tokens: int, key: str) -> tuple[int, int]:

@@ -40,11 +40,11 @@ class TokenView:
 
     centre : the natural zero of its token scores, where the diverging colours meet (None: the midpoint of the
         scale in use).
-    token_range : (low, high) of the fixed colour scale, so the same token score gets the same colour in every text
-        (None: no fixed range; the heatmap scales on the text or a reference set). The ranges in use come from 60
-        demo-wiki texts under SmolLM2-135M (5th / 50th / 95th percentiles): log p −9.0 / −1.9 / −0.01 → (−6, 0), its
-        midpoint −3 nats (p ≈ 5%) about a small model's mean token loss on prose; Min-K%++ z −2.6 / 0.19 / 0.88 →
-        (−3, 1) around 0; Gap-K% ≤ 0 (−3.3 / −0.29 / 0) → (−4, 0); ReCaLL's change of log p → (−2, 2) around 0.
+    token_range : (low, high) of the fixed colour scale, so the same token score gets the same colour in every
+        text (None: no fixed range; the heatmap scales on the text or a reference set). The ranges in use come from
+        60 demo-wiki texts under SmolLM2-135M (5th / 50th / 95th percentiles): log p −9.0 / −1.9 / −0.01 → (−6, 0),
+        its midpoint −3 nats (p ≈ 5%) about a small model's mean token loss on prose; Min-K%++ z −2.6 / 0.19 /
+        0.88 → (−3, 1) around 0; Gap-K% ≤ 0 (−3.3 / −0.29 / 0) → (−4, 0); ReCaLL's change of log p → (−2, 2).
     member_high : whether high token scores are the member-like ones (drawn red); False for ReCaLL and Con-ReCall.
     """
 

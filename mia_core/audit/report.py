@@ -15,7 +15,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from ..csv_safe import to_csv_safe
-from ..heatmap import heatmap_html
+from ..heatmap import heatmap_html, make_panel
 from ..methods import get_method
 from ..api import MethodSpec
 from ..model.language_model import LanguageModel
@@ -229,7 +229,9 @@ def snippet_heatmap(lm: LanguageModel, text: str, settings: AuditSettings, eleme
     s = score(spec.name, stats, **params)
     safe_id = "".join(c if c.isalnum() or c in "-_" else "-" for c in element_id)
     decode = lambda i: lm.tokenizer.decode([i])  # noqa: E731
-    return heatmap_html(stats, s.token_scores, s.selected, centre=spec.centre, decode=decode, element_id=safe_id)
+    panel = make_panel(spec.name, s, scale="text")  # a snippet's own range: its contrasts, drawn with the plain legend
+    return heatmap_html(stats, s.token_scores, s.selected, scale=panel.scale, member_high=panel.member_high,
+                        decode=decode, element_id=safe_id)
 
 
 def _has_heatmap(spec: MethodSpec) -> bool:

@@ -20,6 +20,8 @@ COMMANDS = {
                          "a member)."),
     "eval": LazyCommand("mia_core.cli.score", "Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and "
                         "the blind baseline."),
+    "heatmap": LazyCommand("mia_core.cli.heatmap", "Per-token heatmaps of one text as a standalone HTML page (as "
+                           "Explore's download)."),
     "dataset-inference": LazyCommand("mia_core.cli.dataset_inference", "Dataset inference (Maini et al. 2024): many "
                                      "methods' scores, a linear model and a t-test over shuffles."),
     "datasets": LazyCommand("mia_core.cli.data", "List the built-in labelled sets (usable as --input of mia eval) and "

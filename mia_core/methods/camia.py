@@ -78,9 +78,14 @@ class CamiaParams:
 
 
 def reference_signals(reference: ReferenceStats) -> np.ndarray:
-    """(|R|, 12) signals of the reference population, computed once per population."""
-    return reference.memo.setdefault("camia", np.stack([signals(s.logprob, s.token_ids) for s in reference.stats
-                                                        if s.n_scored > 0]))
+    """(|R|, 12) signals of the reference population."""
+    return np.stack([signals(s.logprob, s.token_ids) for s in reference.stats if s.n_scored > 0])
+
+
+def prepare(stats: list[TokenStats], params: "CamiaParams", *, reference: ReferenceStats) -> list[np.ndarray]:
+    """The population's signals, computed once per scoring call: every text's context."""
+    population = reference_signals(reference)
+    return [population] * len(stats)
 
 
 def p_values(values: np.ndarray, population: np.ndarray) -> np.ndarray:
@@ -94,8 +99,11 @@ def p_values(values: np.ndarray, population: np.ndarray) -> np.ndarray:
 
 
 @register("camia", access=AccessNeeds(),
-          view=TokenView(LOGP, "the first tokens, which the threshold signals read; the score compares twelve signals with the reference population (table below)", token_range=LOGP_RANGE),
-          label="CAMIA (single-pass)", params=CamiaParams, needs=("stats", "reference"),
+          view=TokenView(LOGP,
+                         "the first tokens, which the threshold signals read; the score compares twelve signals with "
+                         "the reference population (table below)",
+                         token_range=LOGP_RANGE),
+          label="CAMIA (single-pass)", params=CamiaParams, needs=("stats", "reference"), prepare=prepare,
           cost="1 forward pass (and one per reference text, once)",
           reading=lambda v: f"across twelve loss-dynamics signals the text sits, on average, above {v:.0%} of "
                             "the known non-members (mean aggregate); members show lower loss that falls faster "
@@ -106,13 +114,13 @@ def p_values(values: np.ndarray, population: np.ndarray) -> np.ndarray:
                "non-members and the p-values are combined.",
           summary="Twelve single-pass loss-dynamics signals, each turned into a p-value against known non-members; "
                   "score = 1 − their mean.")
-def camia(stats: TokenStats, params: CamiaParams, *, reference: ReferenceStats) -> Score:
-    """Combine the text's signal p-values against the reference population (higher = member)."""
+def camia(stats: TokenStats, params: CamiaParams, *, reference: ReferenceStats, context: np.ndarray) -> Score:
+    """Combine the text's signal p-values against the reference population's signals (`context`; higher = member)."""
     require_tokens(stats)
     if reference.bos_policy != stats.bos_policy:
         raise ValueError("the reference population was scored under another BOS policy than the text")
     values = signals(stats.logprob, stats.token_ids)
-    p = p_values(values, reference_signals(reference))
+    p = p_values(values, context)
     kept = ~np.isnan(p)
     if params.aggregate == "mean":
         value = 1.0 - float(p[kept].mean())

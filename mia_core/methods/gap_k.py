@@ -67,8 +67,15 @@ def _reading(v: float) -> str:
             "deviations below the top prediction on average; memorised text stays close to 0.")
 
 
-@register("gap_k", access=AccessNeeds(full_distribution=True, why="the top token's log-prob and the spread of the full next-token distribution"),
-          view=TokenView("how far the true token sits below the model's top guess, in σ (0 = the top guess was right)", "the chosen windows: the k% stretches of w tokens furthest below the top guess (listed below); the score is their mean gap", low="far below the top guess: less member-like", centre=0.0, token_range=(-4.0, 0.0)),
+@register("gap_k",
+          access=AccessNeeds(full_distribution=True,
+                             why="the top token's log-prob and the spread of the full next-token distribution"),
+          view=TokenView("how far the true token sits below the model's top guess, in σ (0 = the top guess was right)",
+                         "the chosen windows: the k% stretches of w tokens furthest below the top guess (listed "
+                         "below); the score is their mean gap",
+                         low="far below the top guess: less member-like",
+                         centre=0.0,
+                         token_range=(-4.0, 0.0)),
           label="Gap-K%", params=GapKParams, reading=_reading,
           formula=r"g_t = \frac{\log p(x_t \mid x_{<t}) - \max_v \log p(v \mid x_{<t})}{\sigma_t},\ "
                   r"s_i = \frac{1}{w}\sum_{j=i}^{i+w-1} g_j,\ "

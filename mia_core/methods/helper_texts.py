@@ -8,7 +8,7 @@ seeded split of a labelled set whose rows are then scored by no method. They are
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,16 +26,11 @@ ROLES = {
 
 @dataclass(frozen=True)
 class HelperTexts:
-    """Known texts of one role, where they came from, and a memo for work derived from them once per run.
-
-    memo : a method's derived values (the prefix's key-value cache, the reference population's signals),
-        keyed by the method; not part of equality.
-    """
+    """Known texts of one role and where they came from."""
 
     texts: tuple[str, ...]
     role: str
     source: str = "given"
-    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -50,11 +45,6 @@ class HelperTexts:
         return {"role": self.role, "source": self.source, "n": len(self.texts),
                 "sha256": [text_sha256(t) for t in self.texts]}
 
-    def remember(self, key: Any, compute) -> Any:
-        """`memo[key]`, computed by `compute()` the first time (a prefix cache, reference signals)."""
-        if key not in self.memo:
-            self.memo[key] = compute()
-        return self.memo[key]
 
 
 def as_helper_texts(value, role: str) -> HelperTexts:
@@ -123,14 +113,10 @@ def split_helpers(labels, needs: Sequence[str], split: HelperSplit = HelperSplit
 
 @dataclass(frozen=True)
 class ReferenceStats:
-    """A reference population (helper texts) with the target's statistics of each, computed once per run.
-
-    memo : values a method derives from the population once (e.g. CAMIA's signal matrix).
-    """
+    """A reference population (helper texts) with the target's statistics of each, computed once per run."""
 
     helpers: HelperTexts
     stats: tuple[TokenStats, ...]
-    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if len(self.stats) != len(self.helpers.texts) or any(

@@ -16,7 +16,8 @@ from ..api import (
           reading=lambda v: f"the model's average log-probability per token is {v:.2f} "
                             f"(perplexity {math.exp(min(-v, 700)):.1f}).",
           formula=r"\mathrm{score}(x) = \frac{1}{n}\sum_{t} \log p(x_t \mid x_{<t})",
-          idea="Models fit their training data: members have higher likelihood (lower loss).", summary="Mean log-probability of the text's tokens; members are more likely.")
+          idea="Models fit their training data: members have higher likelihood (lower loss).",
+          summary="Mean log-probability of the text's tokens; members are more likely.")
 def loss(stats: TokenStats, params: NoParams) -> Score:
     """Sequence score = mean of `logprob` (higher = member)."""
     require_tokens(stats)

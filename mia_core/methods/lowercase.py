@@ -15,7 +15,9 @@ LOSS_FLOOR = 1e-12
 
 
 @register("lowercase", access=AccessNeeds(further_passes=True, why="a further pass on the lowercased text"),
-          view=TokenView("the per-token output shown with Lowercase ratio, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          view=TokenView("the per-token output shown with Lowercase ratio, which scores the text as a whole (for "
+                         "orientation only)",
+                         "the tokens it looked at"),
           label="Lowercase ratio", needs=("stats", "lowercase_stats"), token_level=False,
           reading=lambda v: f"lowercasing makes the text {v:.2f}× as hard for the model; members lose more.",
           formula=r"\mathrm{score}(x) = \mathrm{loss}(\mathrm{lower}(x)) / \mathrm{loss}(x)",

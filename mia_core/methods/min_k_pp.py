@@ -26,8 +26,13 @@ def min_k_pp_token_scores(stats: TokenStats) -> np.ndarray:
     return (stats.logprob.astype(np.float64) - stats.mu.astype(np.float64)) / sigma
 
 
-@register("min_k_pp", access=AccessNeeds(full_distribution=True, why="the mean and spread of the full next-token distribution"),
-          view=TokenView("z = (log p − μ) / σ: the true token against the model's expected log p at that position", "the k% lowest z: the score is their mean", centre=0.0, token_range=(-3.0, 1.0)),
+@register("min_k_pp",
+          access=AccessNeeds(full_distribution=True,
+                             why="the mean and spread of the full next-token distribution"),
+          view=TokenView("z = (log p − μ) / σ: the true token against the model's expected log p at that position",
+                         "the k% lowest z: the score is their mean",
+                         centre=0.0,
+                         token_range=(-3.0, 1.0)),
           label="Min-K%++", params=MinKPlusPlusParams,
           reading=lambda v: f"the k% least expected tokens sit {abs(v):.2f} standard deviations "
                             f"{'below' if v < 0 else 'above'} what the model expected on average; memorised text "

@@ -12,7 +12,7 @@ n_swaps = max(1, floor(α·len(words))) swaps per copy, each of two uniform indi
 drawn again while it equals the first, and when its first three draws all equal the first index the
 swap is skipped; `' '.join(words)` is the copy. Copies go through the same `lm.token_stats` as the
 text (same BOS and long-text policies, same disk cache); the `prepare` hook scores the copies of all
-texts in one call, so the per-text scorer then reads them from the cache. A one-word text cannot be
+texts in one call and hands each text its copies' statistics as its context. A one-word text cannot be
 swapped: x̃ = x, PAC = 0 and `details["unswappable"] = True`, with no extra pass.
 
 Per-token output: ℓ_t; selected = far ∪ local, their indices in `details["far_tokens"]` and
@@ -140,14 +140,22 @@ def copies_of(stats: TokenStats, params: PacParams) -> list[str]:
                    key=stats.text)
 
 
-def prepare(stats: list[TokenStats], params: PacParams, *, lm: LanguageModel) -> None:
-    """Every copy of every text through one `lm.token_stats` call per policy; `pac` then finds them in the cache."""
+def prepare(stats: list[TokenStats], params: PacParams, *, lm: LanguageModel) -> list[dict[str, TokenStats]]:
+    """Every copy of every text through one `lm.token_stats` call per policy; each text's context maps its distinct
+    copies to their statistics (empty for a text of one word, which has no swap)."""
     groups: dict[tuple, list[str]] = {}
     for st in stats:
-        if st.n_scored > 0 and not _unswappable(st):
+        if not _unswappable(st):
             groups.setdefault(tuple(sorted(st.policies.items())), []).extend(copies_of(st, params))
+    found: dict[tuple, TokenStats] = {}
     for policies, texts in groups.items():
-        lm.token_stats(list(dict.fromkeys(texts)), **dict(policies))
+        distinct = list(dict.fromkeys(texts))
+        found.update(((policies, t), s) for t, s in zip(distinct, lm.token_stats(distinct, **dict(policies))))
+    contexts = []
+    for st in stats:
+        policies = tuple(sorted(st.policies.items()))
+        contexts.append({} if _unswappable(st) else {c: found[(policies, c)] for c in copies_of(st, params)})
+    return contexts
 
 
 def _reading(v: float) -> str:
@@ -158,7 +166,10 @@ def _reading(v: float) -> str:
 
 
 @register("pac", access=AccessNeeds(further_passes=True, why="further passes on word-swapped copies of the text"),
-          view=TokenView(LOGP, "the far region (the likeliest 5%, at the red end) and the local region (the least likely 30%, at the blue end), listed below; the score is how much word swaps widen their gap", token_range=LOGP_RANGE),
+          view=TokenView(LOGP,
+                         "the far region (the likeliest 5%, at the red end) and the local region (the least likely "
+                         "30%, at the blue end), listed below; the score is how much word swaps widen their gap",
+                         token_range=LOGP_RANGE),
           label="PAC", params=PacParams, needs=("stats", "lm"), token_level=True, prepare=prepare,
           reading=_reading,
           formula=r"\mathrm{PD}(z) = \overline{\ell}_{\text{top } 5\%}(z) - \overline{\ell}_{\text{bottom } 30\%}(z),\ "
@@ -168,8 +179,9 @@ def _reading(v: float) -> str:
                "least likely tokens more than for an unseen text.", cost="1 + N forward passes (augmented copies)",
           summary="Polarized distance (top 5% minus bottom 30% log-probs) of word-swapped copies minus the text's "
                   "own: memorised text loses more by the swaps.")
-def pac(stats: TokenStats, params: PacParams, *, lm: LanguageModel) -> Score:
-    """Token score = `logprob`; sequence score = mean PD of the copies − PD of the text (= −PAC)."""
+def pac(stats: TokenStats, params: PacParams, *, lm: LanguageModel, context: dict[str, TokenStats]) -> Score:
+    """Token score = `logprob`; sequence score = mean PD of the copies − PD of the text (= −PAC); `context` holds the
+    copies' statistics (`prepare`)."""
     require_tokens(stats)
     own = stats.logprob.astype(np.float64)
     pd, far, local = polarized_distance(own)
@@ -178,8 +190,7 @@ def pac(stats: TokenStats, params: PacParams, *, lm: LanguageModel) -> Score:
     if unswappable:  # x̃ = x: no pass needed, PAC = 0 exactly
         copy_pds = [pd] * len(copies)
     else:
-        distinct = list(dict.fromkeys(copies))  # repeats are scored once
-        by_text = dict(zip(distinct, lm.token_stats(distinct, **stats.policies)))
+        by_text = context  # repeats were scored once
         for s in by_text.values():
             require_tokens(s)
         copy_pds = [polarized_distance(by_text[c].logprob.astype(np.float64))[0] for c in copies]

@@ -12,7 +12,9 @@ from ..api import AccessNeeds, NoParams, Score, TokenStats, TokenView, register,
 
 
 @register("ref", access=AccessNeeds(),
-          view=TokenView("the per-token output shown with Reference model, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          view=TokenView("the per-token output shown with Reference model, which scores the text as a whole (for "
+                         "orientation only)",
+                         "the tokens it looked at"),
           label="Reference model", needs=("stats", "ref_stats"), token_level=False,
           reading=lambda v: f"the target model finds the text {v:.2f} nats per token more likely than the reference model.",
           formula=r"\mathrm{score}(x) = \overline{\log p_{\text{target}}}(x) - \overline{\log p_{\text{ref}}}(x)",

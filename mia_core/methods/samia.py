@@ -36,9 +36,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-import threading
 import zlib
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,10 +50,6 @@ from ..api import AccessNeeds, Score, TokenStats, TokenView, is_int, register
 
 #: Tokens (rows × max_length) per `generate` call; halved on a CUDA out-of-memory error.
 SAMPLE_TOKENS = 1 << 16
-#: Texts whose samples are kept beyond those of the last `prepare` (switching zlib/truncation re-samples none).
-CACHE_SIZE = 256
-_MEMO: OrderedDict[tuple, list[str]] = OrderedDict()  # `_key` → decoded outputs
-_LOCK = threading.Lock()
 
 
 from ..api.params import param  # noqa: E402 (the fields' help and bounds; beside them, not in the imports)
@@ -220,50 +215,23 @@ def _generate(lm: LanguageModel, ids: list[list[int]], texts: list[str], params:
     return [decoded[i * n:(i + 1) * n] for i in range(len(texts))]
 
 
-def _key(lm: LanguageModel, bos: str, params: SamiaParams, text: str) -> tuple:
-    """What a text's samples depend on (the scoring options `zlib` and `truncate_candidate` do not enter)."""
-    return (lm.fingerprint, str(lm.dtype), str(lm.device), bos, int(params.n_samples), float(params.prefix_fraction),
-            min(int(params.max_length), lm.max_length), float(params.temperature), int(params.top_k),
-            float(params.top_p), int(params.seed), text)
-
-
-def _remember(found: dict[tuple, list[str]], capacity: int) -> None:
-    """Keep samples for the texts about to be scored (at most `capacity` entries, the oldest dropped first)."""
-    with _LOCK:
-        _MEMO.update(found)
-        while len(_MEMO) > capacity:
-            _MEMO.popitem(last=False)
-
-
-def outputs_for(lm: LanguageModel, text: str, params: SamiaParams, bos: str) -> list[str]:
-    """A text's sampled outputs: remembered from `prepare`, else sampled now (the same draws)."""
-    key = _key(lm, bos, params, text)
-    with _LOCK:
-        found = _MEMO.get(key)
-    if found is None:
-        found = sample_outputs(lm, {text: prompt_ids(lm, text, params, bos)}, params)[text]
-        _remember({key: found}, CACHE_SIZE)
-    return found
-
-
-def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) -> None:
-    """Sample every text's continuations in shared `generate` calls before the texts are scored one by one.
-
-    Texts whose words or prompt cannot be sampled are left to `samia`, which says why.
-    """
+def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) -> list[list[str] | None]:
+    """Every text's continuations sampled in shared `generate` calls; a text's context is its outputs (None where its
+    words or prompt cannot be sampled: `samia` then says why)."""
     prompts: dict[str, dict[str, list[int]]] = {}  # BOS policy → text → prompt ids
     for s in stats:
         try:
             prompts.setdefault(s.bos_policy, {})[s.text] = prompt_ids(lm, s.text, params, s.bos_policy)
         except ValueError:
             continue
-    found = {_key(lm, bos, params, t): o for bos, group in prompts.items()
-             for t, o in sample_outputs(lm, group, params).items()}
-    _remember(found, CACHE_SIZE + len(found))
+    found = {(bos, t): o for bos, group in prompts.items() for t, o in sample_outputs(lm, group, params).items()}
+    return [found.get((s.bos_policy, s.text)) for s in stats]
 
 
 @register("samia", access=AccessNeeds(generation=True, why="continuations sampled from the text's first half"),
-          view=TokenView("the per-token output shown with SaMIA, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          view=TokenView("the per-token output shown with SaMIA, which scores the text as a whole (for orientation "
+                         "only)",
+                         "the tokens it looked at"),
           label="SaMIA", params=SamiaParams, needs=("stats", "lm"), token_level=False,
           prepare=prepare,
           reading=lambda v: f"continuations sampled from the first half of the text recover on average {v:.2f} of "
@@ -275,10 +243,12 @@ def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) 
                "of its second half.", cost="n sampled generations of up to max_length tokens",
           summary="Black box: mean ROUGE-1 recall of the text's second half by continuations sampled from its "
                   "first half.")
-def samia(stats: TokenStats, params: SamiaParams, *, lm: LanguageModel) -> Score:
-    """Mean ROUGE-1 recall (or recall × zlib size) of the suffix by sampled continuations; details: the samples."""
+def samia(stats: TokenStats, params: SamiaParams, *, lm: LanguageModel, context: list[str] | None) -> Score:
+    """Mean ROUGE-1 recall (or recall × zlib size) of the suffix by sampled continuations (`context`, from
+    `prepare`); details: the samples."""
     prompt, n_drop, reference = split_text(stats.text, float(params.prefix_fraction))
-    outputs = outputs_for(lm, stats.text, params, stats.bos_policy)
+    outputs = context if context is not None else sample_outputs(
+        lm, {stats.text: prompt_ids(lm, stats.text, params, stats.bos_policy)}, params)[stats.text]  # raises why not
     rows = []
     for output in outputs:
         words = candidate_words(output, n_drop, len(reference) if params.truncate_candidate else None)

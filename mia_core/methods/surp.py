@@ -61,7 +61,10 @@ def _reading(v: float) -> str:
 
 
 @register("surp", access=AccessNeeds(full_distribution=True, why="the entropy of the full next-token distribution"),
-          view=TokenView(LOGP, "the surprising tokens: among the k% least likely, yet predicted with entropy below e_max (the model was sure and wrong); the score is their mean log p", token_range=LOGP_RANGE),
+          view=TokenView(LOGP,
+                         "the surprising tokens: among the k% least likely, yet predicted with entropy below e_max "
+                         "(the model was sure and wrong); the score is their mean log p",
+                         token_range=LOGP_RANGE),
           label="SURP", params=SurpParams, reading=_reading,
           formula=r"S = \{t \in \text{the } k\% \text{ lowest } \ell_t : H_t < e_{\max}\},\ "
                   r"\mathrm{score}(x) = \frac{1}{|S|}\sum_{t\in S} \log p(x_t \mid x_{<t})\ "

@@ -181,7 +181,10 @@ def _overlapping(offsets: np.ndarray):
 
 
 @register("tag_tab", access=AccessNeeds(),
-          view=TokenView(LOGP, "the tokens of each sentence's rarest words, its keywords (listed below); the score is their mean log p", token_range=LOGP_RANGE),
+          view=TokenView(LOGP,
+                         "the tokens of each sentence's rarest words, its keywords (listed below); the score is their "
+                         "mean log p",
+                         token_range=LOGP_RANGE),
           label="Tag&Tab", params=TagTabParams,
           reading=lambda v: f"the tokens of each sentence's rarest words average a log-probability of {v:.2f}: a model "
                             "that saw the text predicts its rare words better.",

@@ -14,12 +14,15 @@ def zlib_bytes(text: str) -> int:
 
 
 @register("zlib", access=AccessNeeds(),
-          view=TokenView(LOGP, "every token: the score is their mean log p over the text's zlib-compressed size", token_range=LOGP_RANGE),
+          view=TokenView(LOGP,
+                         "every token: the score is their mean log p over the text's zlib-compressed size",
+                         token_range=LOGP_RANGE),
           label="Zlib ratio",
           reading=lambda v: f"log-probability per token divided by the compressed size: {v:.5f}; it discounts texts "
                             "that are simply repetitive or predictable.",
           formula=r"\mathrm{score}(x) = \frac{\frac{1}{n}\sum_t \log p(x_t \mid x_{<t})}{\mathrm{zlib}(x)}",
-          idea="Divides out how compressible (generically predictable) the text is.", summary="−loss divided by the zlib-compressed size: discounts texts that are simply predictable.")
+          idea="Divides out how compressible (generically predictable) the text is.",
+          summary="−loss divided by the zlib-compressed size: discounts texts that are simply predictable.")
 def zlib_ratio(stats: TokenStats, params: NoParams) -> Score:
     """`mean(logprob) / zlib_bytes(text)`; token scores are the log-probs, all selected.
 

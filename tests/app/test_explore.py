@@ -20,7 +20,7 @@ from mia_core import METHODS, Score, datasets, load_model, score
 from mia_core.inputs.documents import document_text
 from mia_core.methods.gds.classifier import fit_classifier
 from mia_core.methods.gds.features import GdsSettings, feature_names, features_loop
-from mia_core.methods.gds.split import split_record
+from mia_core.methods.labelled import split_record
 from mia_core.api import MethodSpec, NoParams, lowest_k
 from mia_core.api import AccessNeeds, TokenView  # the probe method's declarations
 from mia_core.model.language_model import LanguageModel

@@ -26,6 +26,8 @@ BEFORE = {
             "--a --n-boot --seed --per-class --fit-gds --gds-seed --gds-max-tokens --scores-output --param "
             "--shots-nonmembers --shots-members --reference --n-shots --reference-fraction --helper-seed --device "
             "--dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
+    "heatmap": "--model --input --output --methods --k --bos --scale --param --device --dtype --allow-pickle "
+               "--trust-remote-code",
     "dataset-inference": "--model --suspect --validation --output --text-column --shuffles --seed --alpha --max-train "
                          "--epochs --lowercase/--no-lowercase --ref-model --bos --long-text --device --dtype "
                          "--allow-pickle --trust-remote-code",

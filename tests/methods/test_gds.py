@@ -13,11 +13,11 @@ import torch
 import mia_core.methods.gds.classifier as gds_module
 from mia_core import LanguageModel, metrics, score, score_texts
 from mia_core.model.forward import Segment, pack_batches
-from mia_core.evaluation import evaluate_texts
+from mia_core.fitting import FitSplit, fit_supervised
 from mia_core.methods.gds.classifier import GdsClassifier, fit_classifier, fit_mlp
 from mia_core.methods.gds.features import (FEATURES, GdsSettings, encode, feature_names, features_loop, gradient_features,
                                           matrix_features, top_mask)
-from mia_core.methods.gds.split import split_record, stratified_split
+from mia_core.methods.labelled import split_record, stratified_split
 
 from tests.support.cli_runner import run_cli
 from tests.support.tiny import random_texts, tiny_gpt2, tiny_llama, train_causal_lm
@@ -159,7 +159,7 @@ def test_classifier_round_trip_and_spec_checks(llama_lm, gpt2_lm, make_lm, tok, 
     (tmp_path / "clf" / "spec.json").write_text(json.dumps({**clf.spec, "feature_names": ["x"]}))
     with pytest.raises(ValueError, match="shapes"):
         GdsClassifier.load(tmp_path / "clf")
-    with pytest.raises(FileNotFoundError, match="mia gds fit"):
+    with pytest.raises(FileNotFoundError, match="mia fit --method gds"):
         GdsClassifier.load(tmp_path / "nothing")
 
 
@@ -184,37 +184,34 @@ def memorised(membership):
     return LanguageModel(model, lm.tokenizer, name="tiny-memorised", stats_cache=lm.stats_cache)
 
 
-def test_members_score_higher_on_the_held_out_part(memorised, membership, monkeypatch):
+def test_members_score_higher_on_the_held_out_part(memorised, membership, monkeypatch, tmp_path):
     """Orientation: fitted on half of the known-membership toy set, GDS ranks the other half correctly."""
     lm, members, nonmembers = memorised, membership["members"], membership["nonmembers"]
     texts, labels = members + nonmembers, np.array([1] * 40 + [0] * 40)
-    result = evaluate_texts(lm, texts, labels, train_fraction=0.5, seed=0, n_boot=200, source="membership")
-    test_labels = labels[result.test_idx]
-    assert result.report["split"]["n_train"] == 40 and len(result.test_idx) == 40
-    assert result.test_scores[test_labels == 1].mean() > result.test_scores[test_labels == 0].mean()
-    assert result.report["auroc"] == metrics.auroc(test_labels, result.test_scores) > 0.8
-    # the registered method gives the same scores, batched through score_texts or from a fresh classifier
-    held_out = [texts[i] for i in result.test_idx[:6]]
-    df = score_texts(lm, held_out, ["gds"], classifier=result.classifier)
-    np.testing.assert_allclose(df["gds"], result.test_scores[:6], rtol=1e-12)
-    fresh = GdsClassifier(result.classifier.spec, result.classifier.mean, result.classifier.scale,
-                          result.classifier.coefs, result.classifier.intercepts)
-    one = score("gds", lm.token_stats(held_out[:1])[0], lm=lm, classifier=fresh)
-    assert one.value == pytest.approx(result.test_scores[0], rel=1e-4, abs=1e-4)
-    assert 0 < one.details["member_probability"] < 1 and "supervised" in one.details["supervised"]
-    assert not one.details["in_training_split"]
-    trained = score("gds", lm.token_stats([texts[result.train_idx[0]]])[0], lm=lm, classifier=result.classifier)
-    assert trained.details["in_training_split"] and len(result.classifier.spec["split"]["train_sha256"]) == 40
-    # score_texts hands a fresh classifier all texts at once: one batched feature call, same scores
+    fitted = fit_supervised(lm, "gds", texts, labels, split=FitSplit(0.5, seed=0), source="membership", score_all=True)
+    test_labels, test_scores = labels[fitted.test_idx], fitted.scores[fitted.test_idx]
+    assert fitted.record["n_train"] == 40 and len(fitted.test_idx) == 40
+    assert test_scores[test_labels == 1].mean() > test_scores[test_labels == 0].mean()
+    assert metrics.auroc(test_labels, test_scores) > 0.8
+    # the registered method gives the same scores through score_texts (features of these 6 texts batched alone)
+    clf = fitted.value
+    held_out = [texts[i] for i in fitted.test_idx[:6]]
     calls = []
     real = gds_module.gradient_features
     monkeypatch.setattr(gds_module, "gradient_features", lambda lm_, texts_, *a, **kw: calls.append(len(texts_)) or
                         real(lm_, texts_, *a, **kw))
-    fresh = GdsClassifier(result.classifier.spec, result.classifier.mean, result.classifier.scale,
-                          result.classifier.coefs, result.classifier.intercepts)
-    df = score_texts(lm, held_out, ["gds"], classifier=fresh)
-    assert calls == [6]
-    np.testing.assert_allclose(df["gds"], result.test_scores[:6], rtol=1e-4, atol=1e-4)
+    df = score_texts(lm, held_out, ["gds"], classifier=clf)
+    assert calls == [6]  # one batched feature call for all texts, from `prepare`
+    np.testing.assert_allclose(df["gds"], test_scores[:6], rtol=1e-4, atol=1e-4)
+    one = score("gds", lm.token_stats(held_out[:1])[0], lm=lm, classifier=clf)
+    assert one.value == pytest.approx(test_scores[0], rel=1e-4, abs=1e-4)
+    assert 0 < one.details["member_probability"] < 1 and "supervised" in one.details["supervised"]
+    assert not one.details["in_training_split"]
+    trained = score("gds", lm.token_stats([texts[fitted.train_idx[0]]])[0], lm=lm, classifier=clf)
+    assert trained.details["in_training_split"] and len(clf.spec["split"]["train_sha256"]) == 40
+    saved = clf.save(tmp_path / "clf")  # a folder is loaded by the method's own loader (the need's supplier)
+    again = score_texts(lm, held_out[:2], ["gds"], classifier=str(saved))
+    np.testing.assert_allclose(again["gds"], df["gds"][:2], rtol=1e-4, atol=1e-4)
 
 
 @pytest.fixture(scope="module")
@@ -230,16 +227,18 @@ def test_cli_fit_eval_and_score(memorised_dir, membership, tmp_path, monkeypatch
     texts = membership["members"] + membership["nonmembers"]
     src = tmp_path / "labelled.jsonl"
     src.write_text("\n".join(json.dumps({"id": f"t{i}", "text": t, "label": int(i < 40)}) for i, t in enumerate(texts)))
-    code, out, err = run_cli("gds", "eval", "--model", memorised_dir, "--input", src, "--output", tmp_path / "m.json",
-                             "--train-fraction", "0.5", "--scores-output", tmp_path / "s.csv", "--n-boot", "200")
+    code, out, err = run_cli("eval", "--model", memorised_dir, "--input", src, "--output", tmp_path / "m.json",
+                             "--methods", "gds", "--fit", "0.5", "--scores-output", tmp_path / "s.csv", "--n-boot",
+                             "200")
     assert code == 0, err
     report = json.loads((tmp_path / "m.json").read_text())
     scores = pd.read_csv(tmp_path / "s.csv")
+    scores = scores[~scores["in_training_split"]].reset_index(drop=True)  # the held-out rows
     assert report["split"]["n_train"] == 40 and report["split"]["train_fraction"] == 0.5 and len(scores) == 40
     assert report["gds"]["auroc"] == pytest.approx(metrics.auroc(scores["label"], scores["gds"]))
     assert "supervised" in out and "40 labelled texts" in out and report["gds"]["auroc"] > 0.8
     clf_dir = tmp_path / "clf"
-    code, out, err = run_cli("gds", "fit", "--model", memorised_dir, "--input", src, "--output", clf_dir,
+    code, out, err = run_cli("fit", "--method", "gds", "--model", memorised_dir, "--input", src, "--output", clf_dir,
                              "--train-fraction", "0.5")
     assert code == 0, err
     spec = json.loads((clf_dir / "spec.json").read_text())
@@ -258,12 +257,12 @@ def test_cli_fit_eval_and_score(memorised_dir, membership, tmp_path, monkeypatch
                            "--methods", "loss,gds", "--param", f"classifier={clf_dir}", "--n-boot", "200",
                            "--scores-output", tmp_path / "e.csv")
     assert code == 0, err
-    assert "40 of 80 texts were in the GDS classifier's training split" in err
+    assert "40 of 80 texts" in err
     evaluated = json.loads((tmp_path / "e.json").read_text())
-    assert evaluated["run"]["excluded_gds_training_rows"] == 40 and evaluated["n_members"] == 20
+    assert evaluated["run"]["excluded_training_rows"] == 40 and evaluated["n_members"] == 20
     assert evaluated["gds"]["auroc"] == pytest.approx(report["gds"]["auroc"], abs=1e-6)  # the same held-out rows
     rows = pd.read_csv(tmp_path / "e.csv")
-    assert sorted(rows.loc[~rows["in_gds_training_split"], "id"]) == sorted(scores["id"])
-    code, _, err = run_cli("gds", "eval", "--model", memorised_dir, "--input", src, "--output", tmp_path / "x.json",
-                           "--train-fraction", "1.5")
-    assert code == 2 and err.strip() == "error: --train-fraction must be in (0, 1) (got 1.5)"
+    assert sorted(rows.loc[~rows["in_training_split"], "id"]) == sorted(scores["id"])
+    code, _, err = run_cli("eval", "--model", memorised_dir, "--input", src, "--output", tmp_path / "x.json",
+                           "--methods", "gds", "--fit", "1.5")
+    assert code == 2 and err.strip().startswith("error: ") and "1.5" in err

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mia_core import score, score_texts
-from mia_core.methods.grad_norm import MEMO, GradNormParams, combine, engine, prepare, text_gradients
+from mia_core.methods.grad_norm import GradNormParams, combine, engine, grad_norm, prepare, text_gradients
 
 from tests.support.tiny import random_texts, tiny_llama
 
@@ -174,20 +174,21 @@ def test_batched_equals_per_text(name, request, make_lm):
     assert engine.vmap_suits(short)  # tiny models take the batched path by default
 
 
-def test_prepare_fills_the_memo_the_scorer_reads(llama_lm):
+def test_prepare_hands_each_text_the_norms_its_scorer_reads(llama_lm):
+    """One batched `prepare` over all texts; the scorer reduces the norms it is handed for any p and aggregate
+    without another pass, and equals scoring each text on its own."""
     calls = []
     llama_lm.model.get_input_embeddings().register_forward_hook(lambda *a: calls.append(1))
     stats = llama_lm.token_stats(TEXTS)
-    MEMO.clear()
-    prepare(stats, GradNormParams(), lm=llama_lm)
+    contexts = prepare(stats, GradNormParams(), lm=llama_lm)
     n = len(calls)
-    assert n > 0
-    values = [score("grad_norm", s, lm=llama_lm, p=p).value for s in stats for p in ("inf", 1, 2)]
+    assert n > 0 and len(contexts) == len(stats)
+    values = [grad_norm(s, GradNormParams(p=p), lm=llama_lm, context=c).value
+              for s, c in zip(stats, contexts) for p in ("inf", 1, 2)]
     assert len(calls) == n and len(set(values)) == len(values)
     df = score_texts(llama_lm, TEXTS, ["grad_norm"], p=2, aggregate="global")  # statistics from the disk cache
-    assert len(calls) == n
     global_2 = [score("grad_norm", s, lm=llama_lm, p=2, aggregate="global").value for s in stats]
-    np.testing.assert_array_equal(df["grad_norm"].to_numpy(), global_2)
+    np.testing.assert_allclose(df["grad_norm"].to_numpy(), global_2, rtol=1e-5)
 
 
 def test_model_state_is_restored(llama_lm):
@@ -199,11 +200,9 @@ def test_model_state_is_restored(llama_lm):
     model.lm_head.weight.grad = sentinel
     model.train()
     flags = [p.requires_grad for p in model.parameters()]
-    MEMO.clear()
     stats = llama_lm.token_stats(TEXTS)
     for batched in (True, False):
         text_gradients(llama_lm, stats, "params", batched=batched)
-        MEMO.clear()
     score("grad_norm", stats[0], lm=llama_lm, wrt="inputs")
     assert model.training and [p.requires_grad for p in model.parameters()] == flags
     assert model.lm_head.weight.grad is sentinel and all(

@@ -140,7 +140,7 @@ def test_bad_names_and_parameters_are_clear(llama_lm):
         get_method("minkpp")
     with pytest.raises(TypeError, match="not used"):
         score_texts(llama_lm, TEXTS[:1], ["loss"], a=0.1)
-    with pytest.raises(TypeError, match="needs ref_model"):
+    with pytest.raises(TypeError, match="needs ref_stats= or ref_model="):
         score_texts(llama_lm, TEXTS[:1], ["ref"])
     with pytest.raises(TypeError, match="takes parameters"):
         score("loss", llama_lm.token_stats(TEXTS[:1])[0], k=0.2)

@@ -203,12 +203,14 @@ def test_prepare_batches_all_copies_and_agrees_with_per_text_scores(llama_lm, tm
     real = fresh._compute
     monkeypatch.setattr(fresh, "_compute", lambda texts, *a: computed.append(list(texts)) or real(texts, *a))
     params = PacParams(n_augment=3)
-    METHODS["pac"].prepare(stats, params, lm=fresh)
+    contexts = METHODS["pac"].prepare(stats, params, lm=fresh)
     want = list(dict.fromkeys(c for t in TEXTS for c in naive_copies(t, 0.3, 3, 0)))
     assert computed == [want]  # one model run over every copy of every swappable text
-    for st in stats:
-        METHODS["pac"].fn(st, params, lm=fresh)
-    assert computed == [want]  # the scorer then reads every copy from the cache
+    assert contexts[-1] == {}  # the one-word text has no copy to score
+    for st, context in zip(stats, contexts):
+        assert set(context) == set(naive_copies(st.text, 0.3, 3, 0)) if context else st.text == "Meadow."
+        METHODS["pac"].fn(st, params, lm=fresh, context=context)
+    assert computed == [want]  # the scorer reads its text's copies from its context: no further pass
 
 
 def test_scores_do_not_depend_on_text_order(llama_lm, tmp_path):

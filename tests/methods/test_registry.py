@@ -125,3 +125,32 @@ def test_score_at_k_equals_a_fresh_selection():
         assert again.k == k and again.at_k(0.2).value == pytest.approx(first.value, rel=1e-12)
     assert first.at_k(0.2) is first
     assert Score(1.0, token_scores, np.ones(57, bool)).at_k(0.5) is None  # not a min-k% mean: cannot redraw
+
+
+DOCS = TESTS.parent / "docs" / "methods.md"
+#: Test files that check the registry and the contract as a whole, not a method's numbers.
+WHOLE = {"test_registry.py"}
+
+
+def tested_names() -> dict[str, set[str]]:
+    """Method names written as string literals inside `test_*` functions, by test file (tests/methods/)."""
+    out = {}
+    for path in sorted((TESTS / "methods").glob("test_*.py")):
+        if path.name in WHOLE:
+            continue
+        tree = ast.parse(path.read_text())
+        out[path.name] = {n.value for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")
+                          for n in ast.walk(f) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        params = {n.value for d in ast.walk(tree) if isinstance(d, ast.Call) and getattr(d.func, "attr", "") == "parametrize"
+                  for n in ast.walk(d) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        out[path.name] |= params
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_method_has_its_docs_section_and_a_test(name):
+    """A method is one file plus its test and its docs section: a registration without them fails CI."""
+    sections = {line[3:].strip() for line in DOCS.read_text().splitlines() if line.startswith("## ")}
+    assert name in sections, f"docs/methods.md has no '## {name}' section"
+    files = [f for f, names in tested_names().items() if name in names]
+    assert files, f"no test in tests/methods/ names {name!r} (add tests/methods/test_{name}.py against an oracle)"

@@ -23,14 +23,6 @@ from tests.support.tiny import random_texts
 FAST = {"n_samples": 3, "max_length": 96}
 
 
-@pytest.fixture(autouse=True)
-def fresh_memo():
-    """Every test samples afresh (the module remembers samples across calls)."""
-    samia_module._MEMO.clear()
-    yield
-    samia_module._MEMO.clear()
-
-
 def naive_recall(candidate: list[str], reference: list[str]) -> float:
     """Each reference word consumes one equal word of the candidate, if any is left."""
     if not candidate:
@@ -182,7 +174,6 @@ def test_seeded_reproducible_and_global_rng_untouched(llama_lm):
     state = torch.get_rng_state()
     first = score("samia", stats, lm=llama_lm, **FAST).details["samples"]
     assert torch.equal(torch.get_rng_state(), state)
-    samia_module._MEMO.clear()
     torch.manual_seed(123)  # the global RNG does not enter the draws
     assert score("samia", stats, lm=llama_lm, **FAST).details["samples"] == first
     other = score("samia", stats, lm=llama_lm, seed=1, **FAST).details["samples"]
@@ -195,10 +186,8 @@ def test_order_and_batching_do_not_change_scores(membership):
     values = score_texts(lm, texts, ["samia"], **FAST)["samia"].to_numpy()
     order = list(range(len(texts)))
     random.Random(0).shuffle(order)
-    samia_module._MEMO.clear()
     shuffled = score_texts(lm, [texts[i] for i in order], ["samia"], **FAST)["samia"].to_numpy()
     np.testing.assert_array_equal(shuffled, values[order])
-    samia_module._MEMO.clear()
     alone = [score("samia", s, lm=lm, **FAST).value for s in lm.token_stats(texts)]
     np.testing.assert_array_equal(alone, values)  # one text per `generate` call: the same draws
     assert len(set(values.tolist())) > 1 and all(math.isfinite(v) for v in values)

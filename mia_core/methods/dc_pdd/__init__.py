@@ -32,7 +32,8 @@ def first_occurrences(token_ids: np.ndarray) -> np.ndarray:
 
 @register("dc_pdd", access=AccessNeeds(),
           view=TokenView(),
-          label="DC-PDD", params=DcPddParams, needs=("stats", "freq"), reading=lambda v: f"probability-weighted corpus rarity over first occurrences: {v:.4f}.",
+          label="DC-PDD", params=DcPddParams, needs=("stats", "freq"),
+          reading=lambda v: f"probability-weighted corpus rarity over first occurrences: {v:.4f}.",
           formula=r"\alpha_t = \min\!\big(-p(x_t \mid x_{<t}) \log f(x_t),\ a\big),\ "
                   r"\beta = \mathrm{mean}_{\text{first occurrences}}\ \alpha_t",
           idea="Calibrates probabilities by how rare a token is in a reference corpus.",

@@ -4,28 +4,72 @@ A **supervised** method: eight statistics of every LoRA-B gradient of the text's
 (magnitude, position, concentration; `features.py`) feed an MLP fitted on labelled members and
 non-members of the same distribution. The score is the MLP's member log-odds (higher = member;
 the probability is in `details`): log-odds keep the ranking that saturated probabilities lose.
-The classifier fixes the feature settings (LoRA rank, seed, BOS policy, max tokens), so they are
-not parameters here. Deviation from the paper: none in the features; the split is recorded.
+Its parameters are the fit's (LoRA rank and scale, the A matrices' seed, max tokens); a fitted
+classifier carries them and scores with them. Deviation from the paper: none in the features; the
+split is recorded.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.special import expit
 
+from ...api import AccessNeeds, Score, Supervised, TokenStats, TokenView, is_int, param, register, require_tokens
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, NoParams, Score, TokenStats, TokenView, register, require_tokens
-from .classifier import GdsClassifier, as_classifier, fit_texts
-from .features import GdsSettings, gradient_features
+from ..labelled import check_labels
+from .classifier import GdsClassifier, as_classifier, fit_classifier
+from .features import GdsSettings, Progress, gradient_features
 
 
-def prepare(stats: list[TokenStats], params: NoParams, *, lm: LanguageModel, classifier) -> None:
-    """All texts' gradient features in batched backwards, remembered by the classifier for `gds` to read back."""
-    as_classifier(classifier).score_texts(lm, [s.text for s in stats])
+@dataclass(frozen=True)
+class GdsParams:
+    """What the fitted features depend on besides the model (a fitted classifier keeps its own)."""
+
+    r: int = param(16, "LoRA rank: rows of each gradient matrix", low=2, high=64, step=1, widget=False)
+    alpha: int = param(32, "LoRA scaling numerator (scale = alpha / r); it multiplies every gradient", low=1,
+                       high=256, step=1, widget=False)
+    seed: int = param(0, "seed of the random LoRA A matrices", widget=False)
+    max_tokens: int = param(512, "tokens per text for the gradients, boundary token included (the paper: 512; 256 "
+                                 "for WikiMIA)", low=2, high=4096, step=1)
+
+    def __post_init__(self) -> None:
+        if not all(is_int(v) for v in (self.r, self.alpha, self.seed, self.max_tokens)):
+            raise ValueError(f"GDS parameters are integers (got {self})")
+        GdsSettings(self.r, self.alpha, self.seed, self.max_tokens)  # checks the ranges
+
+    def settings(self, bos: str) -> GdsSettings:
+        """The feature settings under a BOS policy."""
+        return GdsSettings(self.r, self.alpha, self.seed, self.max_tokens, bos)
+
+
+def fit(lm: LanguageModel, texts: Sequence[str], labels, params: GdsParams, *, train: np.ndarray, split: dict,
+        seed: int, bos: str = "auto", batch_tokens: int | None = None, progress: Progress | None = None,
+        score_all: bool = False) -> tuple[GdsClassifier, np.ndarray | None]:
+    """The MLP fitted on the rows `train` (its split record kept in its spec); with `score_all`, every text's features
+    are computed in the same batches and every text's log-odds returned too (else only the training rows' features)."""
+    y = check_labels(labels)
+    texts = [str(t) for t in texts]
+    rows = np.arange(len(texts)) if score_all else np.asarray(train)
+    features = gradient_features(lm, [texts[i] for i in rows], params.settings(bos), batch_tokens=batch_tokens,
+                                 progress=progress)
+    at = {int(row): i for i, row in enumerate(rows)}
+    clf = fit_classifier(features[[at[int(i)] for i in train]], y[train], lm, settings=params.settings(bos), seed=seed,
+                         split=split)
+    return clf, (clf.log_odds(features) if score_all else None)
+
+
+def prepare(stats: list[TokenStats], params: GdsParams, *, lm: LanguageModel, classifier: GdsClassifier) -> list[float]:
+    """All texts' gradient features in batched backwards: each text's context is its member log-odds."""
+    return [float(v) for v in as_classifier(classifier).score_texts(lm, [s.text for s in stats])]
 
 
 @register("gds", access=AccessNeeds(gradients=True, why="gradients of the text's loss through adapter weights"),
-          view=TokenView("the per-token output shown with GDS (supervised), which scores the text as a whole (for orientation only)", "the tokens it looked at"),
-          label="GDS (supervised)", needs=("stats", "lm", "classifier"), token_level=False, prepare=prepare,
+          view=TokenView("the per-token output shown with GDS (supervised), which scores the text as a whole (for "
+                         "orientation only)", "the tokens it looked at"),
+          label="GDS (supervised)", params=GdsParams, needs=("stats", "lm", "classifier"), token_level=False,
+          prepare=prepare, supervised=Supervised("classifier", fit, GdsClassifier.load),
           reading=lambda v: f"a classifier trained on labelled examples reads this text's LoRA gradients as member "
                             f"with probability {expit(v):.0%} (log-odds {v:.2f}); it is only as good as the labelled "
                             "split it learned from.",
@@ -36,17 +80,16 @@ def prepare(stats: list[TokenStats], params: NoParams, *, lm: LanguageModel, cla
           cost="1 forward + 1 backward pass per text (LoRA gradients), plus an MLP fitted on labelled texts",
           summary="Supervised: an MLP trained on labelled members and non-members reads LoRA-gradient statistics "
                   "(magnitude, position, concentration of the update); score = its member log-odds.")
-def gds(stats: TokenStats, params: NoParams, *, lm: LanguageModel, classifier) -> Score:
-    """Member log-odds of the text under a fitted `GdsClassifier` (or the folder it was saved in).
+def gds(stats: TokenStats, params: GdsParams, *, lm: LanguageModel, classifier: Any, context: float) -> Score:
+    """Member log-odds of the text (`context`, from `prepare`) under a fitted `GdsClassifier`.
 
     Token scores shown are the target's log-probs (GDS has no per-token score).
     """
     require_tokens(stats)
     clf = as_classifier(classifier)
-    value = float(clf.score_texts(lm, [stats.text])[0])
-    details = {"member_probability": float(expit(value)), "supervised": clf.describe(),
+    details = {"member_probability": float(expit(context)), "supervised": clf.describe(),
                "in_training_split": clf.trained_on(stats.text)}
-    return Score(value, stats.logprob.astype(np.float64), np.ones(stats.n_scored, bool), details)
+    return Score(float(context), stats.logprob.astype(np.float64), np.ones(stats.n_scored, bool), details)
 
 
-__all__ = ["GdsClassifier", "GdsSettings", "as_classifier", "fit_texts", "gds", "gradient_features"]
+__all__ = ["GdsClassifier", "GdsParams", "GdsSettings", "as_classifier", "fit", "gds", "gradient_features"]

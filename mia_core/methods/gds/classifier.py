@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -14,7 +13,7 @@ from ...model.identity import text_sha256
 from ...model.language_model import LanguageModel
 from ...version import package_versions
 from .features import FEATURES, GdsSettings, Progress, feature_names, gradient_features
-from .split import check_labels, split_record, stratified_split
+from ..labelled import check_labels
 
 #: Hidden layers of the MLP (the paper's 128, 64); Adam, lr 1e-3, early stopping.
 MLP_HIDDEN = (128, 64)
@@ -51,7 +50,6 @@ class GdsClassifier:
     scale: np.ndarray
     coefs: tuple[np.ndarray, ...]
     intercepts: tuple[np.ndarray, ...]
-    memo: dict = field(default_factory=dict, compare=False, repr=False)  # (model, dtype, text) → log-odds
 
     @classmethod
     def from_pipeline(cls, pipe, spec: dict) -> "GdsClassifier":
@@ -99,7 +97,7 @@ class GdsClassifier:
         if model["fingerprint"] != lm.fingerprint:
             raise ValueError(f"this GDS classifier was fitted on model {model['name']!r} (fingerprint "
                              f"{model['fingerprint']}), not on {lm.name!r} (fingerprint {lm.fingerprint}); "
-                             "gradient features differ between models: fit one for this model (mia gds fit)")
+                             "gradient features differ between models: fit one for this model (mia fit --method gds)")
         if settings is not None and settings != self.settings:
             raise ValueError(f"this GDS classifier was fitted with LoRA settings {self.settings}, not {settings}")
         if feature_names(lm.model) != self.feature_names:
@@ -107,14 +105,12 @@ class GdsClassifier:
 
     def score_texts(self, lm: LanguageModel, texts: Sequence[str], *, batch_tokens: int | None = None,
                     progress: Progress | None = None) -> np.ndarray:
-        """(n,) member log-odds of texts (higher = member); features batched, remembered per text."""
+        """(n,) member log-odds of texts (higher = member); each distinct text's features once, in batches."""
         self.check(lm)
-        key = (lm.fingerprint, str(lm.dtype))
-        todo = [t for t in dict.fromkeys(map(str, texts)) if (*key, t) not in self.memo]
-        if todo:
-            values = self.log_odds(gradient_features(lm, todo, self.settings, batch_tokens=batch_tokens, progress=progress))
-            self.memo.update({(*key, t): float(v) for t, v in zip(todo, values)})
-        return np.array([self.memo[(*key, str(t))] for t in texts], dtype=np.float64)
+        distinct = list(dict.fromkeys(map(str, texts)))
+        values = dict(zip(distinct, self.log_odds(gradient_features(lm, distinct, self.settings, batch_tokens=batch_tokens,
+                                                                     progress=progress))))
+        return np.array([values[str(t)] for t in texts], dtype=np.float64)
 
     def save(self, folder: str | Path) -> Path:
         """`spec.json` + `mlp.npz` (plain arrays, no pickle) in `folder` (created; its parent must exist)."""
@@ -132,7 +128,7 @@ class GdsClassifier:
         """Rebuild a saved classifier (`allow_pickle=False`); shapes are checked against the spec."""
         folder = Path(folder)
         if not (folder / "spec.json").is_file() or not (folder / "mlp.npz").is_file():
-            raise FileNotFoundError(f"no GDS classifier in {folder} (expected spec.json and mlp.npz; see: mia gds fit)")
+            raise FileNotFoundError(f"no GDS classifier in {folder} (expected spec.json and mlp.npz; see: mia fit --method gds)")
         spec = json.loads((folder / "spec.json").read_text())
         if spec.get("format") != FORMAT:
             raise ValueError(f"{folder / 'spec.json'} is not a GDS classifier spec ({FORMAT})")
@@ -149,19 +145,12 @@ class GdsClassifier:
 
 
 def as_classifier(classifier) -> GdsClassifier:
-    """A `GdsClassifier`, or one loaded from a folder path (loaded once per folder and modification time)."""
+    """A `GdsClassifier`, or one loaded from a folder path."""
     if isinstance(classifier, GdsClassifier):
         return classifier
     if isinstance(classifier, (str, Path)):
-        folder = Path(classifier).resolve()
-        spec = folder / "spec.json"
-        return _load_cached(str(folder), spec.stat().st_mtime_ns if spec.exists() else 0)
+        return GdsClassifier.load(classifier)
     raise TypeError(f"classifier must be a GdsClassifier or its folder (got {type(classifier).__name__})")
-
-
-@lru_cache(maxsize=8)
-def _load_cached(folder: str, mtime_ns: int) -> GdsClassifier:
-    return GdsClassifier.load(folder)
 
 
 def fit_classifier(features: np.ndarray, labels, lm: LanguageModel, *, settings: GdsSettings, seed: int, split: dict) -> GdsClassifier:
@@ -176,14 +165,3 @@ def fit_classifier(features: np.ndarray, labels, lm: LanguageModel, *, settings:
         "split": split, "versions": package_versions("torch", "peft", "transformers", "scikit-learn"),
     }
     return GdsClassifier.from_pipeline(pipe, spec)
-
-
-def fit_texts(lm: LanguageModel, texts: Sequence[str], labels, *, ids=None, settings: GdsSettings = GdsSettings(),
-              train_fraction: float = 0.3, seed: int = 0, source: str = "", batch_tokens: int | None = None,
-              progress: Progress | None = None) -> GdsClassifier:
-    """Split labelled texts (stratified, seeded), compute features of the training rows, fit the MLP."""
-    y = check_labels(labels)
-    train, test = stratified_split(y, train_fraction=train_fraction, seed=seed)
-    features = gradient_features(lm, [texts[i] for i in train], settings, batch_tokens=batch_tokens, progress=progress)
-    split = split_record(y, train, test, ids, train_fraction=train_fraction, seed=seed, source=source, texts=texts)
-    return fit_classifier(features, y[train], lm, settings=settings, seed=seed, split=split)

@@ -16,9 +16,9 @@ for the pass and restored); a tied input/output embedding is one tensor, counted
 each scored token's own input embedding (the registry's `token_level` is False: the default wrt="params"
 has none, and shows ℓ_t).
 
-`prepare` computes every text's norms together (`engine.py`: batched where exact and faster) and keeps
-them per text in `MEMO` (all three p, per tensor), so the scorer reads them back and switching `p` or
-`aggregate` needs no new pass.
+`prepare` computes every text's norms together (`engine.py`: batched where exact and faster) and hands
+each text its norms (all three p, per tensor) as its context; the scorer reduces them for `p` and
+`aggregate`.
 
 Deviations from the reference code:
 - MIMIR's sign bug is not copied: MIMIR returns −G and its `get_roc_metrics` multiplies every score
@@ -35,21 +35,17 @@ Deviations from the reference code:
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from ...model.identity import text_sha256
 from ...model.language_model import LanguageModel
 from ...api import AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
 from .engine import ORDERS, TextGradient, batched_param_norms, input_norms, loop_param_norms, plans_for, vmap_suits
 
 AGGREGATES = ("mean", "global")
 WRT = ("params", "inputs")
-#: Memo bound: bytes of norms arrays kept (a 135M model's text takes 6.5 kB with wrt="params").
-MEMO_BYTES = 256 << 20
 
 
 def normalise_p(p) -> str | int:
@@ -94,76 +90,40 @@ def combine(norms: np.ndarray, p: str | int, aggregate: str) -> float:
     return float(np.sum(norms)) if p == 1 else float(np.sqrt(np.sum(np.square(norms))))
 
 
-class Memo:
-    """Text gradients by key, least recently used dropped first beyond `max_bytes` of norms arrays."""
-
-    def __init__(self, max_bytes: int = MEMO_BYTES):
-        self.max_bytes = max_bytes
-        self.entries: OrderedDict[tuple, TextGradient] = OrderedDict()
-        self.bytes = 0
-
-    def get(self, key: tuple) -> TextGradient | None:
-        return self.entries.get(key)
-
-    def put(self, key: tuple, value: TextGradient) -> None:
-        """Keep as the most recent entry."""
-        old = self.entries.pop(key, None)
-        self.bytes += value.norms.nbytes - (old.norms.nbytes if old is not None else 0)
-        self.entries[key] = value
-        while self.bytes > self.max_bytes and len(self.entries) > 1:
-            _, dropped = self.entries.popitem(last=False)
-            self.bytes -= dropped.norms.nbytes
-
-    def clear(self) -> None:
-        self.entries.clear()
-        self.bytes = 0
-
-
-#: What `prepare` computed, for the scorer to read back (keyed by `memo_key`).
-MEMO = Memo()
-
-
-def memo_key(lm: LanguageModel, stats: TokenStats, wrt: str) -> tuple:
-    """What a text's gradient norms depend on: model, precision, context, policies, wrt and the text."""
-    bos, long_text = stats.policies["bos"], stats.policies["long_text"]
-    boundary = lm._boundary if bos == "auto" else None
-    return (lm.fingerprint, str(lm.dtype), lm.max_length, bos, boundary, long_text, wrt, text_sha256(stats.text))
-
-
 def text_gradients(lm: LanguageModel, stats: Sequence[TokenStats], wrt: str, *, batched: bool | None = None,
                    batch_tokens: int | None = None) -> list[TextGradient]:
-    """Each text's gradient norms under its statistics' policies: from the memo, the missing ones computed together.
+    """Each text's gradient norms under its statistics' policies, the texts of one policy computed together.
 
     batched : wrt="params" only: True = per-sample `torch.func` batches, False = the loop, None = `vmap_suits`.
     """
-    keys = [memo_key(lm, s, wrt) for s in stats]
-    found = {k: v for k in keys if (v := MEMO.get(k)) is not None}
-    todo = {k: s for k, s in zip(keys, stats) if k not in found}
-    groups: dict[tuple[str, str], list[tuple[tuple, TokenStats]]] = {}
-    for key, s in todo.items():
-        groups.setdefault((s.policies["bos"], s.policies["long_text"]), []).append((key, s))
+    found: list[TextGradient | None] = [None] * len(stats)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, s in enumerate(stats):
+        groups.setdefault((s.policies["bos"], s.policies["long_text"]), []).append(i)
     for (bos, long_text), members in groups.items():
-        plans = plans_for(lm, [s.text for _, s in members], bos, long_text)
+        plans = plans_for(lm, [stats[i].text for i in members], bos, long_text)
         if wrt == "inputs":
             results = input_norms(lm, plans, batch_tokens=batch_tokens)
         elif batched or batched is None and vmap_suits(lm):
             results = batched_param_norms(lm, plans, batch_tokens=batch_tokens)
         else:
             results = loop_param_norms(lm, plans)
-        found.update((key, result) for (key, _), result in zip(members, results))
-    for key in keys:
-        MEMO.put(key, found[key])
-    return [found[k] for k in keys]
+        for i, result in zip(members, results):
+            found[i] = result
+    return found
 
 
-def prepare(stats: list[TokenStats], params: GradNormParams, *, lm: LanguageModel) -> None:
-    """Every text's gradient norms computed together (batched where exact and faster), remembered for the scorer."""
-    text_gradients(lm, stats, params.wrt)
+def prepare(stats: list[TokenStats], params: GradNormParams, *, lm: LanguageModel) -> list[TextGradient]:
+    """Every text's gradient norms computed together (batched where exact and faster): each text's context."""
+    return text_gradients(lm, stats, params.wrt)
 
 
 @register("grad_norm", access=AccessNeeds(gradients=True, why="the gradient of the text's loss"),
-          view=TokenView("the per-token output shown with Gradient norm, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
-          label="Gradient norm", params=GradNormParams, needs=("stats", "lm"), token_level=False, prepare=prepare, cost="1 forward + 1 backward pass per text",
+          view=TokenView("the per-token output shown with Gradient norm, which scores the text as a whole (for "
+                         "orientation only)",
+                         "the tokens it looked at"),
+          label="Gradient norm", params=GradNormParams, needs=("stats", "lm"), token_level=False, prepare=prepare,
+          cost="1 forward + 1 backward pass per text",
           reading=lambda v: f"the loss gradient of this text has norm {-v:.3g}: training leaves members nearer a "
                             "minimum, with smaller gradients.",
           formula=r"\mathrm{score}(x) = -\frac{1}{|\Theta|}\sum_{\theta \in \Theta} "
@@ -172,10 +132,11 @@ def prepare(stats: list[TokenStats], params: GradNormParams, *, lm: LanguageMode
           idea="Training data sits nearer a minimum of the loss, so its gradient is smaller.",
           summary="Minus the norm of the loss gradient (per parameter tensor, averaged; p = ∞ by default): members "
                   "sit nearer a minimum.")
-def grad_norm(stats: TokenStats, params: GradNormParams, *, lm: LanguageModel) -> Score:
-    """−G. Token scores: −‖∂L/∂E(x_t)‖_p with wrt="inputs", else the log-probs ℓ_t."""
+def grad_norm(stats: TokenStats, params: GradNormParams, *, lm: LanguageModel, context: TextGradient) -> Score:
+    """−G from the text's gradient norms (`context`, from `prepare`). Token scores: −‖∂L/∂E(x_t)‖_p with
+    wrt="inputs", else the log-probs ℓ_t."""
     require_tokens(stats)
-    found: TextGradient = text_gradients(lm, [stats], params.wrt)[0]
+    found = context
     if found.n_scored != stats.n_scored:
         raise ValueError(f"the statistics score {stats.n_scored} tokens but this model feeds {found.n_scored} for "
                          f"text {stats.text[:40]!r}: were they computed with another model or tokenizer?")
@@ -191,4 +152,4 @@ def grad_norm(stats: TokenStats, params: GradNormParams, *, lm: LanguageModel) -
     return Score(-g, token_scores, np.ones(stats.n_scored, bool), details)
 
 
-__all__ = ["GradNormParams", "MEMO", "combine", "grad_norm", "normalise_p", "text_gradients"]
+__all__ = ["GradNormParams", "combine", "grad_norm", "normalise_p", "prepare", "text_gradients"]

@@ -38,7 +38,10 @@ class InfillingParams(KParams):
             raise ValueError(f"normalization must be one of {NORMALIZATIONS} (got {self.normalization!r})")
 
 
-@register("infilling", access=AccessNeeds(full_distribution=True, further_passes=True, why="the full next-token distribution after each candidate token"),
+@register("infilling",
+          access=AccessNeeds(full_distribution=True,
+                             further_passes=True,
+                             why="the full next-token distribution after each candidate token"),
           view=TokenView(centre=0.0),
           label="Infilling Score", params=InfillingParams, needs=("stats", "lm"),
           reading=lambda v: f"the k% least supported tokens average {v:.2f}: each compares the true token with the "
@@ -46,7 +49,8 @@ class InfillingParams(KParams):
                             "members' tokens are better supported by what follows.",
           formula=r"r_i = z_i(x_i) - z_i(x_i^{*}) + \sum_{j=1}^{m} \big[z_{i+j}(x_{i+j} \mid x_i) - "
                   r"z_{i+j}(x_{i+j} \mid x_i^{*})\big],\ \mathrm{score} = \text{mean of the } k\% \text{ lowest } r_i",
-          idea="A member's true token explains the tokens that follow it better than the model's own top guess would.", cost="≈ m + 2 forward passes (KV-cache branches; the paper's loop: one per token)",
+          idea="A member's true token explains the tokens that follow it better than the model's own top guess would.",
+          cost="≈ m + 2 forward passes (KV-cache branches; the paper's loop: one per token)",
           summary="Min-K% of infilling ratios: does the true token explain the following tokens as well as the "
                   "model's own top guess would?")
 def infilling(stats: TokenStats, params: InfillingParams, *, lm: LanguageModel) -> Score:

@@ -54,7 +54,9 @@ def check_params(params: NeighborParams) -> None:
 
 
 @register("neighbor", access=AccessNeeds(further_passes=True, why="further passes on neighbour texts"),
-          view=TokenView("the per-token output shown with Neighbourhood, which scores the text as a whole (for orientation only)", "the tokens it looked at"),
+          view=TokenView("the per-token output shown with Neighbourhood, which scores the text as a whole (for "
+                         "orientation only)",
+                         "the tokens it looked at"),
           label="Neighbourhood", params=NeighborParams, needs=("stats", "lm"), token_level=False,
           reading=lambda v: f"the text is {abs(v):.2f} nats per token {'more' if v >= 0 else 'less'} likely than texts "
                             "a few words away; a memorised text stands out from its neighbours.",

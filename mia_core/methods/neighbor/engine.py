@@ -27,8 +27,6 @@ Repeated neighbours are kept: the set is a sample of the proposal distribution.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -48,8 +46,6 @@ CANDIDATES = 5
 MLM_DROPOUT = 0.7
 #: Float32 logits per masked-LM chunk (rows × length × vocabulary).
 LOGITS_BUDGET = 1 << 25
-#: Neighbour sets remembered in memory (switching the aggregate does not re-run the proposer).
-CACHE_SIZE = 256
 
 
 @dataclass(frozen=True)
@@ -133,7 +129,6 @@ class SelfProposer:
 
     def __init__(self, lm: LanguageModel):
         self.lm = lm
-        self.key = f"self:{lm.fingerprint}|{lm.dtype}|{lm.max_length}"
         self.table = vocab_table(lm.tokenizer, lm.vocab_width)
 
     def units(self, stats: TokenStats) -> Units:
@@ -194,7 +189,6 @@ class MaskedLMProposer:
     def __init__(self, mlm: MaskedLM):
         self.mlm = mlm
         self.variant = f"Neighbor (masked LM: {mlm.name})"
-        self.key = f"mlm:{mlm.fingerprint}"
         self.table = vocab_table(mlm.tokenizer, int(mlm.model.get_output_embeddings().weight.shape[0]))
 
     def units(self, stats: TokenStats) -> Units:
@@ -235,17 +229,8 @@ def proposer_for(mask_model: str, lm: LanguageModel):
     return MaskedLMProposer(load_masked_lm(mask_model, str(lm.device)))
 
 
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_LOCK = threading.Lock()  # the dashboard scores from several threads
-
-
 def make_neighbors(stats: TokenStats, proposer, *, n: int, swap_fraction: float, seed: int) -> NeighborSet:
     """`n` neighbours of `stats.text`, reproducible from `seed` (see the module docstring for the procedure)."""
-    key = (proposer.key, stats.text, stats.bos_policy, n, swap_fraction, seed)
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
     text, table = stats.text, proposer.table
     units = proposer.units(stats)
     spans, words = _swappable(text, units.spans)
@@ -279,12 +264,7 @@ def make_neighbors(stats: TokenStats, proposer, *, n: int, swap_fraction: float,
             new = _match_case(new, text[a:b]) if proposer.match_case else new
             swaps.append(Swap(int(a), int(b), text[a:b], new, int(units.ids[u]), new_id))
         neighbors.append(Neighbor(_splice(text, swaps), tuple(swaps)))
-    result = NeighborSet(tuple(neighbors), proposer.variant, unit, n_swap)
-    with _CACHE_LOCK:
-        _CACHE[key] = result
-        if len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return result
+    return NeighborSet(tuple(neighbors), proposer.variant, unit, n_swap)
 
 
 def _top_candidates(logp: torch.Tensor, kind: np.ndarray, table: VocabTable, old_id: int, old: str):

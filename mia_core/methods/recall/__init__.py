@@ -66,19 +66,16 @@ class ConRecallParams:
 
 
 def conditioned(lm: LanguageModel, helpers: HelperTexts, n_shots: int, stats: list[TokenStats]) -> list[Conditioning]:
-    """Each text's conditioning on the first `n_shots` helper texts, computed once per (model, policy, text)."""
-    shots = helpers.texts[:n_shots]
-    key = lambda st: ("recall", lm.fingerprint, str(lm.dtype), st.bos_policy, shots, st.text)  # noqa: E731
-    todo = [st for st in stats if key(st) not in helpers.memo]
-    for st, found in zip(todo, condition(lm, shots, todo)):
-        helpers.memo[key(st)] = found
-    return [helpers.memo[key(st)] for st in stats]
+    """Each text's conditioning on the first `n_shots` helper texts, batched against one prefix cache."""
+    return condition(lm, helpers.texts[:n_shots], stats)
 
 
-def _prepare_recall(stats: list[TokenStats], params: RecallParams, *, lm: LanguageModel, shots_nonmembers) -> None:
-    """Every text's conditional pass in batches against one prefix cache (mode "ours")."""
-    if params.mode == "ours":
-        conditioned(lm, as_helper_texts(shots_nonmembers, "shots_nonmembers"), params.n_shots, stats)
+def _prepare_recall(stats: list[TokenStats], params: RecallParams, *, lm: LanguageModel,
+                    shots_nonmembers) -> list[Conditioning | None]:
+    """Every text's conditional pass in batches against one prefix cache (mode "ours"): each text's context."""
+    if params.mode != "ours":
+        return [None] * len(stats)
+    return conditioned(lm, as_helper_texts(shots_nonmembers, "shots_nonmembers"), params.n_shots, stats)
 
 
 def _ratio(numerator: float, stats: TokenStats, m: int) -> tuple[float, float]:
@@ -96,8 +93,16 @@ def _scored(stats: TokenStats, m: int, values: np.ndarray) -> tuple[np.ndarray, 
     return token_scores, selected
 
 
-@register("recall", access=AccessNeeds(further_passes=True, why="further passes: the text's log-probs after a prefix of known non-members"),
-          view=TokenView("log p after the non-member prefix minus log p without it (0 = the prefix changed nothing)", "the tokens compared (all, unless the text was cut to fit after the prefix)", low="the prefix cost this token likelihood, which members show more: member-like", high="the prefix made this token likelier: less member-like", member_high=False, centre=0.0, token_range=(-2.0, 2.0)),
+@register("recall",
+          access=AccessNeeds(further_passes=True,
+                             why="further passes: the text's log-probs after a prefix of known non-members"),
+          view=TokenView("log p after the non-member prefix minus log p without it (0 = the prefix changed nothing)",
+                         "the tokens compared (all, unless the text was cut to fit after the prefix)",
+                         low="the prefix cost this token likelihood, which members show more: member-like",
+                         high="the prefix made this token likelier: less member-like",
+                         member_high=False,
+                         centre=0.0,
+                         token_range=(-2.0, 2.0)),
           label="ReCaLL", params=RecallParams, needs=("stats", "lm", "shots_nonmembers"),
           prepare=_prepare_recall,
           cost="2 forward passes (the shots' key-value cache computed once and shared)",
@@ -107,7 +112,8 @@ def _scored(stats: TokenStats, m: int, values: np.ndarray) -> tuple[np.ndarray, 
                   r"\mathrm{LL} = \frac{1}{n}\sum_t \log p(x_t \mid \cdot)",
           idea="A prefix of texts the model never saw lowers the likelihood of texts it did see more.",
           summary="Log-likelihood after a prefix of known non-members divided by the plain log-likelihood.")
-def recall(stats: TokenStats, params: RecallParams, *, lm: LanguageModel, shots_nonmembers) -> Score:
+def recall(stats: TokenStats, params: RecallParams, *, lm: LanguageModel, shots_nonmembers,
+           context: Conditioning | None) -> Score:
     """`LL(x|P) / min(LL(x), −1e-12)` over the same tokens; per token `ℓ_t|P − ℓ_t`."""
     require_tokens(stats)
     helpers = as_helper_texts(shots_nonmembers, "shots_nonmembers")
@@ -119,7 +125,7 @@ def recall(stats: TokenStats, params: RecallParams, *, lm: LanguageModel, shots_
                    "shots_source": helpers.source}
         return Score(ll_cond / min(ll, LL_CEILING), stats.logprob.astype(np.float64), np.ones(stats.n_scored, bool),
                      details)
-    found = conditioned(lm, helpers, params.n_shots, [stats])[0]
+    found = context
     m = found.fitted.n_scored
     ll_cond = float(np.mean(found.logprob, dtype=np.float64))
     value, ll = _ratio(ll_cond, stats, m)
@@ -131,14 +137,22 @@ def recall(stats: TokenStats, params: RecallParams, *, lm: LanguageModel, shots_
 
 
 def _prepare_con_recall(stats: list[TokenStats], params: ConRecallParams, *, lm: LanguageModel, shots_nonmembers,
-                        shots_members) -> None:
-    """Both prefixes' conditional passes, batched against their caches."""
-    conditioned(lm, as_helper_texts(shots_nonmembers, "shots_nonmembers"), params.n_shots, stats)
-    conditioned(lm, as_helper_texts(shots_members, "shots_members"), params.n_shots, stats)
+                        shots_members) -> list[tuple[Conditioning, Conditioning]]:
+    """Both prefixes' conditional passes, batched against their caches: each text's (non-member, member) pair."""
+    non = conditioned(lm, as_helper_texts(shots_nonmembers, "shots_nonmembers"), params.n_shots, stats)
+    mem = conditioned(lm, as_helper_texts(shots_members, "shots_members"), params.n_shots, stats)
+    return list(zip(non, mem))
 
 
-@register("con_recall", access=AccessNeeds(further_passes=True, why="further passes: the text's log-probs after prefixes of known non-members and members"),
-          view=TokenView("log p after the non-member prefix minus γ · log p after the member prefix", "the tokens compared (all, unless the text was cut to fit after a prefix)", low="member-like (the score divides this by the negative log-likelihood)", high="less member-like", member_high=False),
+@register("con_recall",
+          access=AccessNeeds(further_passes=True,
+                             why="further passes: the text's log-probs after prefixes of known non-members and "
+                                 "members"),
+          view=TokenView("log p after the non-member prefix minus γ · log p after the member prefix",
+                         "the tokens compared (all, unless the text was cut to fit after a prefix)",
+                         low="member-like (the score divides this by the negative log-likelihood)",
+                         high="less member-like",
+                         member_high=False),
           label="Con-ReCall", params=ConRecallParams, prepare=_prepare_con_recall,
           needs=("stats", "lm", "shots_nonmembers", "shots_members"),
           cost="3 forward passes (each prefix's key-value cache computed once and shared)",
@@ -151,13 +165,12 @@ def _prepare_con_recall(stats: list[TokenStats], params: ConRecallParams, *, lm:
           summary="Log-likelihood after a non-member prefix minus γ times that after a member prefix, over the "
                   "plain log-likelihood.")
 def con_recall(stats: TokenStats, params: ConRecallParams, *, lm: LanguageModel, shots_nonmembers,
-               shots_members) -> Score:
+               shots_members, context: tuple[Conditioning, Conditioning]) -> Score:
     """`(LL(x|P_nm) − γ·LL(x|P_m)) / min(LL(x), −1e-12)` over the tokens both prefixes leave room for."""
     require_tokens(stats)
     non = as_helper_texts(shots_nonmembers, "shots_nonmembers")
     mem = as_helper_texts(shots_members, "shots_members")
-    c_non = conditioned(lm, non, params.n_shots, [stats])[0]
-    c_mem = conditioned(lm, mem, params.n_shots, [stats])[0]
+    c_non, c_mem = context
     m = min(c_non.fitted.n_scored, c_mem.fitted.n_scored)
     ll_non = float(np.mean(c_non.logprob[:m], dtype=np.float64))
     ll_mem = float(np.mean(c_mem.logprob[:m], dtype=np.float64))

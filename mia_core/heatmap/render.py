@@ -1,8 +1,8 @@
-"""Per-token heatmaps as self-contained HTML: the text coloured by a method's token scores.
+"""Per-token heatmaps as HTML: the text coloured by a method's token scores, the colour scales and the legend.
 
-Used by the dashboard, the standalone export (`token_export`) and HTML reports. Colours carry one meaning
-everywhere (`palette`): red = member-like, blue = less member-like; for most methods that is the high end of
-the token scores, for a few (ReCaLL) the low end (`member_high=False`). Every piece of user text is HTML-escaped;
+Used by the method panels (`panel`), the standalone page (`document`), the dashboard and HTML reports. Colours carry
+one meaning everywhere (`palette`): red = member-like, blue = less member-like; for most methods that is the high end
+of the token scores, for a few (ReCaLL) the low end (`member_high=False`). Every piece of user text is HTML-escaped;
 whitespace and newlines are preserved (`white-space: pre-wrap`). Tokens that entered the sequence score are
 outlined. Each token's details show at once in a styled box on hover, and stay while the token is clicked
 (focused) so they can be selected and copied: pure HTML and CSS, since `st.html` runs no JavaScript. At most
@@ -15,9 +15,9 @@ from typing import Callable
 
 import numpy as np
 
-from .limits import MAX_HEATMAP_TOKENS
-from .api import TokenStats
-from .palette import HIGH_RGB, LOW_RGB, MID_RGB
+from ..limits import MAX_HEATMAP_TOKENS
+from ..api import TokenStats
+from ..palette import HIGH_RGB, LOW_RGB, MID_RGB
 
 #: Diverging scale: low scores blue, the centre near white, high scores red (member-like for most methods).
 LOW, MID, HIGH = LOW_RGB, MID_RGB, HIGH_RGB

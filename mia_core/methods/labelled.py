@@ -1,11 +1,11 @@
-"""The labelled split GDS learns from: 0/1 labels, a seeded stratified train/test split, and its record."""
+"""The labelled split a supervised method learns from: 0/1 labels, a seeded stratified train/test split, its record."""
 from __future__ import annotations
 
 from typing import Sequence
 
 import numpy as np
 
-from ...model.identity import text_sha256
+from ..model.identity import text_sha256
 
 #: sklearn's early stopping holds out 10% of the training rows, stratified: it needs a few of each class.
 MIN_TRAIN_PER_CLASS = 6
@@ -18,7 +18,7 @@ def check_labels(labels) -> np.ndarray:
         raise ValueError("labels must be a non-empty list of 0/1 (1 = member)")
     y = y.astype(np.int64)
     if y.min() == y.max():
-        raise ValueError("GDS is supervised: the labelled data needs both members (1) and non-members (0)")
+        raise ValueError("a supervised method needs both members (1) and non-members (0) in the labelled data")
     return y
 
 
@@ -32,14 +32,15 @@ def stratified_split(labels, *, train_fraction: float = 0.3, seed: int = 0) -> t
     train, test = train_test_split(np.arange(y.size), train_size=train_fraction, stratify=y, random_state=seed)
     n_pos = int(y[train].sum())
     if min(n_pos, train.size - n_pos) < MIN_TRAIN_PER_CLASS:
-        raise ValueError(f"the training split has {n_pos} members and {train.size - n_pos} non-members; GDS needs at "
-                         f"least {MIN_TRAIN_PER_CLASS} of each (use more texts or a larger train fraction)")
+        raise ValueError(f"the training split has {n_pos} members and {train.size - n_pos} non-members; a supervised "
+                         f"method needs at least {MIN_TRAIN_PER_CLASS} of each (use more texts or a larger train "
+                         "fraction)")
     return np.sort(train), np.sort(test)
 
 
 def split_record(y: np.ndarray, train: np.ndarray, test: np.ndarray, ids, *, train_fraction: float, seed: int,
                  source: str, texts: Sequence[str] | None = None) -> dict:
-    """What the classifier learned from: fraction, seed, counts per class, ids (and text hashes) of the training rows."""
+    """What a supervised method learned from: fraction, seed, counts per class, ids (and text hashes) of the training rows."""
     ids = list(range(y.size)) if ids is None else list(ids)
     return {"source": source, "train_fraction": train_fraction, "seed": seed, "stratified": True,
             "n_total": int(y.size), "n_train": int(train.size), "n_test": int(test.size),

@@ -1,0 +1,148 @@
+"""Scoring front doors: `score` for one `TokenStats`, `score_texts` for a list of texts and methods.
+
+One path behind both: the suppliers make what the methods `need` (`suppliers.SUPPLIERS`, one per need, every extra
+model pass batched over all texts at once), each method's `prepare` hook sees all texts and returns one context per
+text, then every text is scored with its inputs and context. Where the target's statistics are computed is a backend
+(`backends.STATS_BACKENDS`): "local" here; `mia_core.runs` adds "ray" (so this package never imports Ray).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from ..api import MethodSpec, Score, TokenStats, get_method
+from ..model.language_model import LanguageModel
+from ..model.policy import StatsPolicy
+from .backends import STATS_BACKENDS, StatsBackend, check_backend, register_backend, text_stats
+from .suppliers import INPUT_KWARGS, PerText, Request, helper_inputs, reference_stats, supply
+
+
+def score(name: str, stats: TokenStats, **kwargs: Any) -> Score:
+    """Score one text's statistics with a registered method.
+
+    Inputs by need: `lowercase` takes `lowercase_stats=` or `lm=` (the target model, to compute
+    them); `ref` takes `ref_stats=` or `ref_model=`; `dc_pdd` takes `freq=` (a `FrequencyTable` or
+    its path). ReCaLL and Con-ReCall take `shots_nonmembers=` / `shots_members=` (known texts) and
+    `lm=`; CAMIA takes `reference=` (a `ReferenceStats`, or known non-member texts with `lm=`).
+    Remaining keyword arguments are the method's parameters (e.g. `k=0.2`).
+    """
+    spec = get_method(name)
+    given = {key: kwargs.pop(key) for key in INPUT_KWARGS if key in kwargs}
+    params = spec.make_params(**kwargs)
+    policy = stats.policies
+    given.update(helper_inputs([spec], given, [stats.text]))
+    req = Request(given.pop("lm", None), [stats.text], [stats], policy["bos"], policy["long_text"], [spec], given)
+    return _score_all(spec, params, req, supply(req), numbered=False)[0]
+
+
+def score_texts(
+    lm: LanguageModel,
+    texts: Sequence[str],
+    methods: Sequence[str],
+    k: float | None = None,
+    bos: str = "auto",
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    long_text: str = "sliding",
+    stats: Sequence[TokenStats] | None = None,
+    backend: str = "local",
+    ray_address: str | None = None,
+    ray_options: Any = None,
+    **params: Any,
+) -> pd.DataFrame:
+    """Score every text with every method: one row per text, one column per method (higher = member).
+
+    `params` holds method parameters (e.g. `a=0.01` for dc_pdd) and inputs (`ref_model=`, `freq=`, `classifier=`,
+    the helper texts `shots_nonmembers=`, `shots_members=`, `reference=`, which must not be scored texts);
+    `k`, when given, goes to every method that has a `k` (else each keeps its own default: 0.2 for
+    min_k, min_k_pp and gap_k, 0.4 for surp). Extra model passes run batched over all texts.
+    `stats` : the texts' statistics when already computed (e.g. by `text_stats`), else computed here.
+    `backend` : "local", or "ray" to compute the target model's statistics (and the lowercased pass)
+    on Ray model actors (`ray_address` picks the cluster, `ray_options` is a `mia_core.runs.ray_driver.RayOptions`);
+    the methods run here either way, so every method works unchanged (a reference model's pass and
+    methods' own extra passes stay local).
+    """
+    specs = [get_method(m) for m in dict.fromkeys(methods)]  # each method once, in the given order
+    StatsPolicy(bos, long_text)  # both policies checked before any model pass
+    given = {key: params.pop(key) for key in INPUT_KWARGS if key in params and key != "lm"}
+    method_params = _method_params(specs, params, k)
+    texts = [str(t) for t in texts]
+    given.update(helper_inputs(specs, given, texts))
+    check_backend(backend)
+    where = {"backend": backend, "ray_address": ray_address, "ray_options": ray_options}
+    if stats is not None:
+        stats = _given_stats(stats, texts, bos)
+    elif backend != "local" and any("lowercase_stats" in s.needs for s in specs):
+        both = text_stats(lm, texts + [t.lower() for t in texts], bos=bos, long_text=long_text, progress=progress,
+                          **where)  # one pass of the actors (each loads the model) for both
+        stats, given["lowercase_stats"] = both[:len(texts)], both[len(texts):]
+    else:
+        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
+    req = Request(lm, texts, list(stats), bos, long_text, specs, given, where, progress)
+    supplied = supply(req)
+    columns = {}
+    for spec in specs:
+        columns[spec.name] = [s.value for s in _score_all(spec, method_params[spec.name], req, supplied)]
+    return pd.DataFrame(columns)
+
+
+def _method_params(specs: list[MethodSpec], params: dict, k: float | None) -> dict[str, Any]:
+    """Each method's parameters, validated by their dataclass before any model pass."""
+    unused = set(params) - {name for s in specs for name in s.param_names}
+    if unused:
+        raise TypeError(f"parameters {sorted(unused)} are not used by methods {[s.name for s in specs]}")
+    given = {**params, **({} if k is None else {"k": k})}
+    return {s.name: s.make_params(**{n: v for n, v in given.items() if n in s.param_names}) for s in specs}
+
+
+def _score_all(spec: MethodSpec, params: Any, req: Request, supplied: dict[str, Any], *,
+               numbered: bool = True) -> list[Score]:
+    """Every text scored by one method: its `prepare` hook over all texts (one context each), then text by text
+    (a text's error names its number when `numbered`)."""
+    shared = {n: v for n, v in supplied.items() if n in spec.needs and not isinstance(v, PerText)}
+    contexts: list = [None] * len(req.stats)
+    if spec.prepare is not None:  # the method's batched work over all texts (e.g. GDS: one backward per batch)
+        live = [i for i, st in enumerate(req.stats) if st.n_scored > 0]  # empty texts: the scorer says why
+        found = list(spec.prepare([req.stats[i] for i in live], params, **shared))
+        for i, context in zip(live, found):
+            contexts[i] = context
+    out = []
+    for i, st in enumerate(req.stats):
+        inputs = {**shared, **{n: v.values[i] for n, v in supplied.items() if n in spec.needs and isinstance(v, PerText)}}
+        if spec.prepare is not None:
+            inputs["context"] = contexts[i]
+        try:
+            out.append(spec.fn(st, params, **inputs))
+        except ValueError as err:
+            if not numbered:
+                raise
+            raise ValueError(f"text {i}: {err}") from None
+    return out
+
+
+def score_table(lm: LanguageModel, texts: Sequence[str], methods: Sequence[str], *, k: float | None = None, bos: str = "auto",
+                long_text: str = "sliding", progress: Callable[[int, int], None] | None = None, backend: str = "local",
+                ray_address: str | None = None, ray_options: Any = None, **params: Any) -> pd.DataFrame:
+    """`score_texts` with each text's scored-token count and long-text handling in front (columns n_tokens, long_text)."""
+    where = {"backend": backend, "ray_address": ray_address, "ray_options": ray_options}
+    stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
+    df = score_texts(lm, [str(t) for t in texts], methods, k=k, bos=bos, long_text=long_text, progress=progress,
+                     stats=stats, **where, **params)
+    df.insert(0, "n_tokens", [s.n_scored for s in stats])
+    df.insert(1, "long_text", [s.long_text for s in stats])
+    return df
+
+
+def _given_stats(stats: Sequence[TokenStats], texts: list[str], bos: str) -> list[TokenStats]:
+    """Statistics passed in, checked to be those of these texts under this BOS policy."""
+    stats = list(stats)
+    if len(stats) != len(texts) or any(s.text != t for s, t in zip(stats, texts)):
+        raise ValueError("stats= must hold the statistics of the given texts, in the same order")
+    if any(s.bos_policy != bos for s in stats):
+        raise ValueError(f"stats= were computed with another BOS policy than bos={bos!r}")
+    return stats
+
+
+__all__ = ["INPUT_KWARGS", "STATS_BACKENDS", "StatsBackend", "check_backend", "reference_stats", "register_backend",
+           "score", "score_table", "score_texts", "text_stats"]
