@@ -74,8 +74,9 @@ def fit_ui(methods: list[str]) -> FitSplit | None:
                          key="bench_fit_fraction", help=f"The share of the labelled texts {names} learn from, members "
                          "and non-members alike; every method is evaluated on the rest.")
     seed = c2.number_input("Training split seed", 0, 1_000_000, 0, 1, key="bench_fit_seed")
-    st.caption(f"{names} {'learns' if len(learners) == 1 else 'learn'} from labelled texts: with "
-               f"{'it' if len(learners) == 1 else 'them'} chosen, every method is evaluated on the held-out texts only.")
+    one = len(learners) == 1
+    st.caption(f"{names} {'learns' if one else 'learn'} from labelled texts: with {'it' if one else 'them'} chosen, "
+               "every method is evaluated on the held-out texts only.")
     return FitSplit(float(fraction), int(seed))
 
 
