@@ -64,10 +64,13 @@ def signals(logprob: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
+from ..api.params import param  # noqa: E402 (the fields' help and bounds; beside them, not in the imports)
+
+
 @dataclass(frozen=True)
 class CamiaParams:
-    aggregate: str = "mean"
-    """How the signals' p-values combine: "mean" (score 1 − mean p) or a scipy method (score −p)."""
+    aggregate: str = param("mean", 'how the signals\' p-values combine: "mean" (score 1 − mean p) or a scipy method '
+                           "(score −p)", choices=AGGREGATES)
 
     def __post_init__(self) -> None:
         if self.aggregate not in AGGREGATES:

@@ -51,18 +51,19 @@ RATIO_LOCAL = 0.3
 MAX_EQUAL_DRAWS = 3
 
 
+from ..api.params import param  # noqa: E402 (the fields' help and bounds; beside them, not in the imports)
+
+
 @dataclass(frozen=True)
 class PacParams:
     """Parameters of PAC."""
 
-    alpha: float = 0.3
-    """Share of the words swapped in each copy: max(1, floor(alpha · words)) swaps, alpha in (0, 1]."""
-
-    n_augment: int = 5
-    """Number N of augmented copies per text (an integer ≥ 1; each costs one forward pass)."""
-
-    seed: int = 0
-    """Seed of the word swaps; combined with each text's SHA-256, so copies do not depend on text order."""
+    alpha: float = param(0.3, "share of the words swapped in each copy: max(1, floor(alpha · words)) swaps, alpha in "
+                         "(0, 1]", low=0.05, high=1.0, step=0.05)
+    n_augment: int = param(5, "number N of augmented copies per text (an integer ≥ 1; each costs one forward pass)",
+                           low=1, high=50, step=1)
+    seed: int = param(0, "seed of the word swaps; combined with each text's SHA-256, so copies do not depend on text "
+                      "order", widget=False)
 
     def __post_init__(self) -> None:
         a = self.alpha

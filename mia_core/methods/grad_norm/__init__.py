@@ -61,14 +61,17 @@ def normalise_p(p) -> str | int:
     raise ValueError(f"p must be inf, 1 or 2 (got {p!r})")
 
 
+from ...api.params import param  # noqa: E402 (the fields' help and bounds; beside them, not in the imports)
+
+
 @dataclass(frozen=True)
 class GradNormParams:
-    p: str | int = "inf"
-    """Norm order: "inf" (∞, the default as MIMIR's; float inf is accepted), 1 or 2."""
-    aggregate: str = "mean"
-    """"mean": the mean of the per-tensor norms (MIMIR); "global": one norm over all parameters (pandora-llm)."""
-    wrt: str = "params"
-    """Differentiate with respect to the model's "params", or its "inputs" (the T×d input embeddings, pandora-llm)."""
+    p: str | int = param("inf", 'norm order: "inf" (∞, the default as MIMIR\'s; float inf is accepted), 1 or 2',
+                         choices=("inf", 1, 2))
+    aggregate: str = param("mean", '"mean": the mean of the per-tensor norms (MIMIR); "global": one norm over all '
+                           "parameters (pandora-llm)", choices=AGGREGATES)
+    wrt: str = param("params", 'differentiate with respect to the model\'s "params", or its "inputs" (the T×d input '
+                     "embeddings, pandora-llm)", choices=WRT)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "p", normalise_p(self.p))
