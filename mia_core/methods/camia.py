@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import combine_pvalues, percentileofscore
 
-from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
 from .helper_texts import ReferenceStats
 
 CUTOFFS = (None, 200, 300)
@@ -62,9 +62,6 @@ def signals(logprob: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
         running = np.cumsum(part)[:-1] / np.arange(1, part.size)  # mean of ℓ_1..ℓ_{t−1} for t = 2…
         out.append(float(np.mean(part[1:] > running)))
     return np.asarray(out, dtype=np.float64)
-
-
-from ..api.params import param  # noqa: E402 (the fields' help and bounds; beside them, not in the imports)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
-from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, is_int, register, require_tokens
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, is_int, param, register, require_tokens
 
 #: Share of the scored tokens in the far region (the highest log-probs), at least one.
 RATIO_FAR = 0.05
@@ -49,9 +49,6 @@ RATIO_FAR = 0.05
 RATIO_LOCAL = 0.3
 #: Draws of a swap's second index that may equal the first before the swap is skipped (EDA).
 MAX_EQUAL_DRAWS = 3
-
-
-from ..api.params import param  # noqa: E402 (the fields' help and bounds; beside them, not in the imports)
 
 
 @dataclass(frozen=True)

@@ -46,13 +46,10 @@ from transformers import LogitsProcessor, LogitsProcessorList
 
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
-from ..api import AccessNeeds, Score, TokenStats, TokenView, is_int, register
+from ..api import AccessNeeds, Score, TokenStats, TokenView, is_int, param, register
 
 #: Tokens (rows × max_length) per `generate` call; halved on a CUDA out-of-memory error.
 SAMPLE_TOKENS = 1 << 16
-
-
-from ..api.params import param  # noqa: E402 (the fields' help and bounds; beside them, not in the imports)
 
 
 @dataclass(frozen=True)

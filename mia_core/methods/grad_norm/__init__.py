@@ -41,7 +41,7 @@ from typing import Sequence
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
+from ...api import AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
 from .engine import ORDERS, TextGradient, batched_param_norms, input_norms, loop_param_norms, plans_for, vmap_suits
 
 AGGREGATES = ("mean", "global")
@@ -59,9 +59,6 @@ def normalise_p(p) -> str | int:
         if p in (1, 2):
             return int(p)
     raise ValueError(f"p must be inf, 1 or 2 (got {p!r})")
-
-
-from ...api.params import param  # noqa: E402 (the fields' help and bounds; beside them, not in the imports)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
+from ...api import AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
 from ..helper_texts import HelperTexts, as_helper_texts
 from .prefix import Conditioning, condition, reference_conditioning
 
@@ -33,9 +33,6 @@ def _check_shots(n_shots) -> None:
     """n_shots is a positive integer (CLI values arrive as int)."""
     if isinstance(n_shots, bool) or not isinstance(n_shots, (int, np.integer)) or n_shots < 1:
         raise ValueError(f"n_shots must be an integer ≥ 1 (got {n_shots!r})")
-
-
-from ...api.params import param  # noqa: E402 (the fields' help and bounds; beside them, not in the imports)
 
 
 @dataclass(frozen=True)
