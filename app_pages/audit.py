@@ -5,21 +5,21 @@ from pathlib import Path
 
 import streamlit as st
 
-import mia_core
 from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import Source, read_audit_inputs, write_uploads
 from mia_core.inputs.limits import MAX_ZIP_ENTRIES
 from mia_core.inputs.tables import InputError
 from mia_core.limits import MAX_UPLOAD_FILES, MAX_UPLOAD_SET_BYTES, RequestTooLarge, check_upload_set, is_run_id
-from mia_core.methods import stats_only_methods
 from mia_core.model.options import ModelRef
 from ui.audit_progress import cost_estimate_ui, progress_ui, results_store, runs_ui
 from ui.audit_results import results_ui
 from ui.jobs import job_state, public_message, session_folder, start_scoring
-from ui.models import cached_model
+from ui.models import allowed_methods, cached_model, drop_refused, refused_note
+from ui.params import param_widgets
+from ui.places import AUDIT_WORDS, AUDITS, label
 
-#: Book audits score every snippet with one method that needs only the target's statistics.
-AUDIT_METHODS = stats_only_methods()
+#: The method chosen on a first visit (where the model allows it): the Min-K%++ paper's best.
+FIRST_CHOSEN = "min_k_pp"
 BOOK_TYPES = ["txt", "md", "pdf", "epub", "zip", "csv", "jsonl"]
 UPLOAD_HELP = (f"At most {MAX_UPLOAD_FILES} files and {MAX_UPLOAD_SET_BYTES // 1_000_000} MB at once; a zip holds at "
                f"most {MAX_ZIP_ENTRIES:,} entries.")
@@ -69,13 +69,21 @@ def sources_ui(workdir: Path):
     return calibration, books
 
 
-def settings_ui() -> AuditSettings:
-    """Method, snippet size and threshold rule."""
+def settings_ui(spec: str | None) -> AuditSettings:
+    """Method (one the model allows; book audits take one that needs only the statistics) and its parameters,
+    snippet size and threshold rule."""
     c1, c2, c3 = st.columns(3)
-    method = c1.selectbox("Method", AUDIT_METHODS, index=AUDIT_METHODS.index("min_k_pp"), key="audit_method",
-                          format_func=lambda m: mia_core.METHODS[m].label)
-    k = c1.slider("k", 0.05, 1.0, 0.2, 0.05, key="audit_k", disabled="k" not in mia_core.METHODS[method].param_names)
-    words = c2.number_input("Words per snippet", 16, 4096, 512, 16, key="audit_words",
+    offered = allowed_methods(spec, AUDITS.methods())
+    if not offered.allowed:
+        refused_note(offered.refused)
+        st.stop()
+    drop_refused("audit_method", offered.allowed)
+    method = c1.selectbox("Method", offered.allowed, key="audit_method", format_func=label,
+                          index=offered.allowed.index(FIRST_CHOSEN) if FIRST_CHOSEN in offered.allowed else 0)
+    params = param_widgets([method], "audit", c1)[method]
+    refused_note(offered.refused, c1)
+    words = c2.number_input("Words per snippet", int(AUDIT_WORDS.low), int(AUDIT_WORDS.high), 512, 16,
+                            key=AUDIT_WORDS.key,
                             help="The Min-K% book study uses 512; each snippet is truncated to the model's context.")
     max_snippets = c2.number_input("At most this many snippets per book (0 = all)", 0, 100_000, 0, key="audit_max",
                                    help="Spread evenly along the book; cheaper for long books, wider intervals.")
@@ -83,7 +91,6 @@ def settings_ui() -> AuditSettings:
                     format_func={"fpr": "hold a target FPR", "accuracy": "max accuracy"}.get)
     target = c3.slider("Target FPR", 0.01, 0.25, 0.05, 0.01, key="audit_fpr", disabled=rule != "fpr")
     seed = c3.number_input("Bootstrap seed", 0, 2**31 - 1, 0, key="audit_seed")
-    params = {"k": k} if "k" in mia_core.METHODS[method].param_names else {}
     return AuditSettings(method=method, params=params, snippet_words=int(words),
                          max_snippets_per_book=int(max_snippets) or None, rule=rule, target_fpr=target, seed=int(seed))
 
@@ -113,7 +120,7 @@ st.caption("Was this book in the model's training data? Each book is cut into sn
 spec = st.session_state.get("model_spec")
 workdir = session_folder("audit_workdir", "mia-audit-")  # once per session, removed with it
 calibration, books = sources_ui(workdir)
-settings = settings_ui()
+settings = settings_ui(spec)
 try:
     results_store()
 except ValueError:  # a damaged or foreign $MIA_LENS_STORE: say so instead of a traceback (no server path shown)

@@ -1,14 +1,14 @@
 """Benchmark methods on labelled texts: ROC curves, metrics with intervals, the blind baseline; every run is kept in
 the session, so runs (e.g. `demo` and then `demo-known` on the same texts) can be overlaid and compared.
 
-GDS is offered apart from the other methods: it is supervised, so it is fitted on a seeded stratified
-split and every method is then evaluated on the same held-out texts. Methods that need helper texts
-(known members or non-members) get them split off the labelled set, or from uploaded files; those
-texts are scored by no method.
+The methods offered are those the page can supply and the model's access allows (the others are named with why);
+their parameters are drawn from their declarations (`ui.params`). A supervised method (one that learns from
+labelled texts) is fitted on a seeded stratified share of the texts, and every method is then evaluated on the
+same held-out rest. Methods that need helper texts (known members or non-members) get them split off the labelled
+set, or from uploaded files; those texts are scored by no method.
 """
 from __future__ import annotations
 
-import dataclasses
 import warnings
 
 import numpy as np
@@ -16,99 +16,101 @@ import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core.evaluation import GdsFit, evaluate_methods, reproduce_command
+from mia_core.evaluation import FitSplit, evaluate_methods, reproduce_command
 from mia_core.inputs.benchmarks import BENCHMARKS
-from mia_core.methods import NEEDS, methods_for
-from mia_core.api import HELPER_NEEDS
+from mia_core.methods import NEEDS
 from ui.bench_data import data_ui
 from ui.bench_runs import compare_ui, keep_run, metrics_json, scores_csv, short_model
 from ui.bench_tables import blind_note, blind_table, column_config, metrics_table, shown, unresolved_note
 from ui.charts import bucket_table, distribution_figure, method_label, roc_figure
 from ui.helpers import BenchmarkHelpers, benchmark_helpers_ui, helpers_note
 from ui.jobs import public_message
-from ui.models import cached_model
+from ui.models import allowed_methods, cached_model, drop_refused, refused_note
+from ui.params import changed, param_widgets
+from ui.places import BENCHMARK, FITTED, label
 
-#: What the page can supply: the model's own passes and helper texts (GDS has its own fit option below).
-SUPPLIED = ("stats", "lowercase_stats", "lm", *HELPER_NEEDS)
-METHODS = methods_for(SUPPLIED)
-#: Registered methods needing an input the page does not take (a reference model, a frequency table).
-ELSEWHERE = [m for m in mia_core.METHODS if m not in METHODS and m != "gds"]
-
-
-def gds_ui() -> dict | None:
-    """The supervised GDS option: off, or its split settings."""
-    spec = mia_core.METHODS["gds"]
-    on = st.checkbox(f"Also fit {spec.label}: a supervised method that learns from a labelled split", key="bench_gds",
-                     help=f"{spec.summary} Needs {', '.join(spec.access_words())}; cost: {spec.cost}.")
-    if not on:
-        return None
-    c1, c2 = st.columns(2)
-    fraction = c1.slider("GDS training share (stratified)", 0.1, 0.9, 0.3, 0.05, key="bench_gds_fraction",
-                         help="The paper trains on 30% and tests on 70%.")
-    seed = c2.number_input("Split seed", 0, 1_000_000, 0, 1, key="bench_gds_seed")
-    st.caption(f"Access: {', '.join(spec.access_words())}. Cost: {spec.cost} (slower than the other methods). "
-               "With GDS on, every method is evaluated on the held-out texts only.")
-    return {"train_fraction": float(fraction), "seed": int(seed)}
+#: The methods chosen on a first visit (where the model allows them).
+FIRST_CHOSEN = ("loss", "zlib", "min_k", "min_k_pp")
+#: Parameters drawn only once asked for: by default each method keeps its own k (SURP's differs).
+ASKED = ("k",)
 
 
-def methods_ui() -> tuple[list[str], float | None]:
-    """The methods, each with what it needs from the model and what it costs, and k (None: each method's own)."""
-    methods = st.multiselect("Methods", METHODS, default=["loss", "zlib", "min_k", "min_k_pp"], key="bench_methods",
-                             format_func=lambda m: mia_core.METHODS[m].label)
+def supervised(methods: list[str]) -> list[str]:
+    """The chosen methods that learn from labelled texts."""
+    return [m for m in methods if mia_core.METHODS[m].supervised is not None]
+
+
+def methods_ui(spec: str | None) -> tuple[list[str], dict]:
+    """The methods, each with what it needs from the model and what it costs, and their parameters; those this page
+    cannot supply and those the model does not allow are named with why."""
+    offered = allowed_methods(spec, BENCHMARK.methods())
+    drop_refused("bench_methods", offered.allowed)
+    methods = st.multiselect("Methods", offered.allowed, default=[m for m in FIRST_CHOSEN if m in offered.allowed],
+                             key="bench_methods", format_func=label)
     specs = [mia_core.METHODS[m] for m in methods]
     if specs:
         st.markdown("\n".join(f"- **{s.label}** — access: {', '.join(s.access_words())}; cost: {s.cost}" for s in specs))
-    if ELSEWHERE:
-        st.caption("Not offered here (run them with `mia eval`): " + "; ".join(map(unmet_needs, ELSEWHERE)) + ".")
-    own = {m: v for m in methods if (v := own_k(m)) is not None}
-    if not own:
-        return methods, None
-    if not st.toggle("One k for every method that takes one", key="bench_k_same"):
-        st.caption("k: each method's own default — " + ", ".join(f"{mia_core.METHODS[m].label} {v:g}"
-                                                                for m, v in own.items()) + ".")
-        return methods, None
-    return methods, st.slider("k: fraction of tokens (or windows) averaged", 0.05, 1.0, 0.2, 0.05, key="bench_k")
+    elsewhere = [m for m in mia_core.METHODS if not BENCHMARK.offers(mia_core.METHODS[m])]
+    if elsewhere:
+        st.caption("Not offered here (run them with `mia eval`): " + "; ".join(map(unmet_needs, elsewhere)) + ".")
+    refused_note(offered.refused)
+    return methods, param_widgets(methods, "bench", ask=ASKED)
 
 
 def unmet_needs(method: str) -> str:
     """"DC-PDD, which needs a token-frequency table …": what the page cannot supply to a method."""
-    words = [NEEDS[n].split(" (`")[0] for n in mia_core.METHODS[method].needs if n not in SUPPLIED]
+    words = [NEEDS[n].split(" (`")[0] for n in mia_core.METHODS[method].needs if n not in BENCHMARK.supplies]
     return f"{mia_core.METHODS[method].label}, which needs {' and '.join(words)}"
 
 
-def own_k(method: str) -> float | None:
-    """The default k of a method's parameters, or None when it takes no k."""
-    fields = {f.name: f.default for f in dataclasses.fields(mia_core.METHODS[method].params)}
-    return fields.get("k")
+def fit_ui(methods: list[str]) -> FitSplit | None:
+    """With a supervised method chosen: the seeded stratified share of the texts it learns from."""
+    learners = supervised(methods)
+    if not learners:
+        return None
+    names = " and ".join(label(m) for m in learners)
+    c1, c2 = st.columns(2)
+    fraction = c1.slider("Training share of the supervised methods (stratified)", 0.1, 0.9, 0.3, 0.05,
+                         key="bench_fit_fraction", help=f"The share of the labelled texts {names} learn from, members "
+                         "and non-members alike; every method is evaluated on the rest.")
+    seed = c2.number_input("Training split seed", 0, 1_000_000, 0, 1, key="bench_fit_seed")
+    one = len(learners) == 1
+    st.caption(f"{names} {'learns' if one else 'learn'} from labelled texts: with {'it' if one else 'them'} chosen, "
+               "every method is evaluated on the held-out texts only.")
+    return FitSplit(float(fraction), int(seed))
 
 
-def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float | None, gds_opts: dict | None = None,
+def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], values: dict, fit: FitSplit | None = None,
         per_class: int | None = None, helpers: BenchmarkHelpers | None = None) -> None:
     """Score and evaluate through the core's one evaluation path (`evaluate_methods`); keep the result in the session.
 
-    With `gds_opts`, GDS is fitted on a seeded stratified split and all methods are evaluated on the rest;
-    `helpers` gives the helper texts (files) or how to split them off `data` (then no method scores them).
+    `values` are the drawn parameters (a run is given those that differ from a method's own default, and k when asked
+    for). With `fit`, the supervised methods chosen are fitted on a seeded stratified split and all methods are
+    evaluated on the rest; `helpers` gives the helper texts (files) or how to split them off `data` (then no method
+    scores them).
     """
     helpers = helpers or BenchmarkHelpers()
+    params = changed(values, keep=ASKED)
+    k = params.pop("k", None)
     bar = st.progress(0.0, text="Scoring …")
     lm = cached_model(spec)
     data = data.reset_index(drop=True)
-    fit = None if gds_opts is None else GdsFit(gds_opts["train_fraction"], gds_opts["seed"])
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = evaluate_methods(lm, data, methods, k=k, fit_gds=fit, n_boot=1000, seed=0, source=name,
-                                      params=helpers.params, inputs=helpers.inputs, helper_split=helpers.split,
+            result = evaluate_methods(lm, data, methods, k=k, fit=fit, n_boot=1000, seed=0, source=name,
+                                      params=params, inputs=helpers.inputs, helper_split=helpers.split,
                                       progress=lambda done, total: bar.progress(min(1.0, done / max(total, 1)),
                                                                                 text="Scoring …"))
-    except ValueError as err:  # e.g. too few labelled texts for the GDS or the helper split, a helper text scored
+    except ValueError as err:  # e.g. too few labelled texts for the training or the helper split, a helper text scored
         bar.empty()
         message = public_message(str(err))
-        st.error(f"GDS: {message}" if fit is not None and not helpers.roles else message)
+        learners = ", ".join(label(m) for m in supervised(methods))
+        st.error(f"{learners}: {message}" if fit is not None and not helpers.roles else message)
         return
     bar.empty()
-    if result.classifier is not None:
-        st.session_state["gds_classifier"] = {"model": spec, "classifier": result.classifier}  # Explore offers it
+    if result.fitted:
+        st.session_state[FITTED] = {"model": spec, "methods": dict(result.fitted)}  # Explore offers them
     keep = result.held_out
     data = helpers.scored(data)  # the helper texts split off were scored by no method
     evaluated = result.report["run"]["methods"]
@@ -117,14 +119,17 @@ def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], k: float |
         "name": name, "model": spec, "data": data[keep].reset_index(drop=True),
         "scores": result.scores.loc[keep, evaluated].reset_index(drop=True),
         "all_scores": pd.concat([data, result.scores.drop(columns=["id", "label"])], axis=1),
-        "report": result.report, "k": k, "gds_split": result.report.get("split"), "per_class": per_class,
+        "report": result.report, "k": k, "fit_split": result.report.get("split"), "per_class": per_class,
         "columns": columns,
         "command": reproduce_command(result.report["run"], input_name=name, per_class=per_class, **columns)})
 
 
-def gds_note(split: dict) -> str:
-    """What GDS learned from, and that everything shown is on the held-out part."""
-    return (f"**GDS is supervised.** Its MLP learned from {split['n_train']} texts ({split['train_members']} members, "
+def fit_note(split: dict, methods: list[str]) -> str:
+    """What the supervised methods learned from, and that everything shown is on the held-out part."""
+    learners = supervised(methods)
+    names = " and ".join(label(m) for m in learners) or "The supervised methods"
+    return (f"**{names} {'is' if len(learners) == 1 else 'are'} supervised.** {'It' if len(learners) == 1 else 'They'} "
+            f"learned from {split['n_train']} texts ({split['train_members']} members, "
             f"{split['train_nonmembers']} non-members) = a {split['train_fraction']:.0%} stratified split with "
             f"seed {split['seed']}. Every metric here is on the other {split['n_test']} held-out texts "
             f"({split['test_members']} members, {split['test_nonmembers']} non-members), for every method.")
@@ -139,8 +144,8 @@ def draw(result: dict) -> None:
     st.subheader(f"{result['name']}: {report['n_members']} members, {report['n_nonmembers']} non-members, scored by "
                  f"{short_model(result['model'])}")
     st.caption(f"Run {result['label']}; every number below belongs to it. Earlier runs stay below, to compare.")
-    if result.get("gds_split"):
-        st.info(gds_note(result["gds_split"]))
+    if result.get("fit_split"):
+        st.info(fit_note(result["fit_split"], methods))
     if report.get("helpers"):
         st.info(helpers_note(report["helpers"]))
     for warning in report["warnings"]:
@@ -179,15 +184,15 @@ def draw(result: dict) -> None:
 st.title("Benchmark methods")
 spec = st.session_state.get("model_spec")
 name, data, per_class = data_ui()
-methods, k = methods_ui()
-helpers = benchmark_helpers_ui(methods)
-gds_opts = gds_ui()
-ready = spec is not None and data is not None and len(data) > 0 and bool(methods or gds_opts) and helpers.ready
+methods, values = methods_ui(spec)
+helpers = benchmark_helpers_ui(methods, values)
+fit = fit_ui(methods)
+ready = spec is not None and data is not None and len(data) > 0 and bool(methods) and helpers.ready
 if spec is None:
     st.warning("Load a model in the sidebar first.")
 elif data is not None and len(np.unique(data["label"])) < 2:
     st.error("The data needs both members (1) and non-members (0).")
 elif st.button("Run", type="primary", disabled=not ready, key="bench_run"):
-    run(spec, name, data, methods, k, gds_opts, per_class, helpers)
+    run(spec, name, data, methods, values, fit, per_class, helpers)
 if "bench_result" in st.session_state:
     draw(st.session_state["bench_result"])

@@ -6,15 +6,8 @@ import streamlit as st
 
 import mia_core
 from mia_core import datasets
-from mia_core.methods import NEEDS, MethodSpec
-from mia_core.api import HELPER_NEEDS
-
-#: Needs each place can supply, as the pages and commands decide what they offer: Explore and Benchmark run the
-#: target again and take helper texts (GDS once fitted on Benchmark), the audits score chunks with one pass, and
-#: the `mia` command takes a reference model, a frequency table and a fitted classifier too.
-PASSES = ("stats", "lm", "lowercase_stats")
-PLACES = {"Explore": (*PASSES, *HELPER_NEEDS, "classifier"), "Benchmark": (*PASSES, *HELPER_NEEDS, "classifier"),
-          "Audits (books, unlearning, long texts)": ("stats",), "CLI (mia)": tuple(NEEDS)}
+from mia_core.api import HELPER_NEEDS, MethodSpec
+from ui.places import PLACES
 #: Groups of methods by what they need beyond one pass of the target, in the order shown.
 GROUPS = ("statistics only", "extra passes of the target", "helper texts (known members or non-members)",
           "a reference model", "a frequency table", "supervised (labelled training data)")
@@ -48,7 +41,7 @@ PATHS = {
 def group(spec: MethodSpec) -> str:
     """What a method needs beyond one pass of the target, as one of GROUPS (the most demanding need wins)."""
     needs = set(spec.needs)
-    if "classifier" in needs:
+    if spec.supervised is not None:
         return GROUPS[5]
     if "freq" in needs:
         return GROUPS[4]
@@ -62,7 +55,7 @@ def group(spec: MethodSpec) -> str:
 def methods_table() -> pd.DataFrame:
     """One row per registered method, grouped by need, with a ✓ where each place offers it."""
     rows = [{"needs": group(s), "method": s.label, "id": s.name, "cost": s.cost, "what it measures": s.summary,
-             **{place: "✓" if set(s.needs) <= set(supplied) else "—" for place, supplied in PLACES.items()}}
+             **{place.column: "✓" if place.offers(s) else "—" for place in PLACES}}
             for s in mia_core.METHODS.values()]
     table = pd.DataFrame(rows)
     table["order"] = table["needs"].map(GROUPS.index)
@@ -87,8 +80,9 @@ for column, (user, steps) in zip(st.columns(len(PATHS)), PATHS.items()):
         for page, label, query in steps:
             st.page_link(page, label=label, query_params=query or None)
 st.subheader("Methods, by what they need")
-st.caption("✓: offered there. Explore offers GDS once it is fitted on the Benchmark page; helper-text methods once "
-           "known texts are chosen. The audits score every snippet or chunk with one pass of the model.")
+st.caption("✓: offered there, where the model's access allows it. Explore offers a supervised method once it is "
+           "fitted on the Benchmark page; helper-text methods once known texts are chosen. The audits score every "
+           "snippet or chunk with one pass of the model.")
 st.dataframe(methods_table(), hide_index=True, key="home_methods")
 st.subheader("Built-in labelled sets (known membership, offline)")
 st.table(datasets.list_datasets())

@@ -11,18 +11,20 @@ from mia_core.csv_safe import to_csv_safe
 from mia_core.heatmap import make_panel, panel_html
 from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.limits import MAX_REQUEST_CHARS, RequestTooLarge, check_request_chars
-from mia_core.methods import stats_only_methods
-from ui.models import cached_model, cached_stats
+from ui.models import allowed_methods, cached_model, cached_stats, drop_refused, refused_note
+from ui.params import param_widgets
+from ui.places import AUDITS, ONLINE_SOURCE, label
 from ui.windows import window_figure
 
-STATS_ONLY = stats_only_methods()
-SOURCES = {"text": "Paste or upload a text", "passages": "Two labelled passages",
-           "demo": "Demo: non-member then member paragraphs (demo-wiki)"}
+SOURCES = dict(zip(ONLINE_SOURCE.options, ("Paste or upload a text", "Two labelled passages",
+                                           "Demo: non-member then member paragraphs (demo-wiki)")))
+#: The method chosen on a first visit (where the model allows it): the paper's best online.
+FIRST_CHOSEN = "min_k_pp"
 
 
 def text_ui() -> tuple[str, list[tuple[int, int, int]] | None]:
     """The long text and, where known, the (char_start, char_end, label) span of each passage."""
-    source = st.radio("Text", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="online_source")
+    source = st.radio("Text", ONLINE_SOURCE.options, format_func=SOURCES.get, horizontal=True, key=ONLINE_SOURCE.key)
     if source == "demo":
         pairs = st.number_input("Pairs of paragraphs", 1, 6, 2, key="online_pairs")
         if st.session_state.get("model_spec") != "demo-known":
@@ -51,15 +53,24 @@ def text_ui() -> tuple[str, list[tuple[int, int, int]] | None]:
     return st.text_area("Text", height=180, key="online_text", max_chars=MAX_REQUEST_CHARS), None
 
 
-def params_ui() -> OnlineParams:
+def params_ui(spec: str | None) -> tuple[OnlineParams, dict]:
+    """The window settings and the method (one the model allows, needing only the statistics) with its parameters:
+    (settings, the method's parameters other than k, which the settings carry)."""
     c1, c2, c3, c4 = st.columns(4)
-    method = c1.selectbox("Method", STATS_ONLY, index=STATS_ONLY.index("min_k_pp"), key="online_method",
-                          format_func=lambda m: mia_core.METHODS[m].label)
+    offered = allowed_methods(spec, AUDITS.methods())
+    if not offered.allowed:
+        refused_note(offered.refused)
+        st.stop()
+    drop_refused("online_method", offered.allowed)
+    method = c1.selectbox("Method", offered.allowed, key="online_method", format_func=label,
+                          index=offered.allowed.index(FIRST_CHOSEN) if FIRST_CHOSEN in offered.allowed else 0)
+    refused_note(offered.refused, c1)
     window = int(c2.number_input("Window (tokens)", 4, 1024, 32, key="online_window", help="The paper: 32."))
     stride = int(c3.number_input("Stride (tokens)", 1, window, window,
                                  help="Tokens between window starts; equal to the window: no overlap (the paper)."))
-    k = c4.slider("k", 0.05, 1.0, 0.2, 0.05, key="online_k")
-    return OnlineParams(window=window, stride=stride, method=method, k=k)
+    values = param_widgets([method], "online", c4)[method]
+    k = values.pop("k", OnlineParams.k)
+    return OnlineParams(window=window, stride=stride, method=method, k=k), values
 
 
 def picked_window(n_windows: int) -> int:
@@ -76,14 +87,18 @@ def picked_window(n_windows: int) -> int:
                                help="Or click a point of the chart."))
 
 
-def draw(spec: str, text: str, spans, params: OnlineParams) -> None:
-    """Window scores from cached statistics (changing the method or W never re-runs the model)."""
+def draw(spec: str, text: str, spans, params: OnlineParams, method_params: dict) -> None:
+    """Window scores from cached statistics (changing the method, its parameters or W never re-runs the model)."""
     with st.spinner("Running the model …"):
         stats = cached_stats(spec, (text,))[0]
     if stats.n_scored == 0:
         st.error("Nothing to score: the text is empty.")
         return
-    table = window_scores(stats, params)
+    try:
+        table = window_scores(stats, params, **method_params)
+    except ValueError as err:  # parameters that do not go together (e.g. Tag&Tab's max_words below min_words)
+        st.error(str(err))
+        return
     labels = label_windows(stats, table, spans) if spans else None
     label = mia_core.METHODS[params.method].label
     cols = st.columns(3)
@@ -103,7 +118,7 @@ def draw(spec: str, text: str, spans, params: OnlineParams) -> None:
     st.markdown(f"**Window {i}** · tokens {row.token_start}–{row.token_end - 1} · {label} {row.score:.3f}{tag}")
     view = window_view(stats, int(row.token_start), int(row.token_end))
     takes_k = "k" in mia_core.METHODS[params.method].param_names
-    score = mia_core.score(params.method, view, **({"k": params.k} if takes_k else {}))
+    score = mia_core.score(params.method, view, **method_params, **({"k": params.k} if takes_k else {}))
     panel = make_panel(params.method, score, scale="fixed")  # its fixed range: windows compare; red = member-like
     st.html(panel_html(view, panel, cached_model(spec).tokenizer.decode, None, element_id="online-window"))
     out = table.assign(label=labels) if labels is not None else table
@@ -116,7 +131,7 @@ st.markdown("Detect training data **while it is being generated**: each window o
             "never proof.")
 spec = st.session_state.get("model_spec")
 text, spans = text_ui()
-params = params_ui()
+params, method_params = params_ui(spec)
 if st.button("Score the windows", type="primary", disabled=spec is None or not text.strip(), key="online_run"):
     try:
         check_request_chars([text], "The text")  # an upload is checked here; the text areas cap themselves
@@ -128,4 +143,4 @@ request = st.session_state.get("online_request")
 if spec is None:
     st.warning("Load a model in the sidebar first.")
 elif request is not None:
-    draw(*request, params)
+    draw(*request, params, method_params)

@@ -11,12 +11,15 @@ from mia_core.audit.unlearning import UnlearningParams, audit_unlearning
 from mia_core.csv_safe import to_csv_safe
 from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.limits import MAX_REQUEST_CHARS, MAX_UPLOAD_FILES, RequestTooLarge, check_request_chars, check_upload_set
-from mia_core.methods import stats_only_methods
 from ui.jobs import public_message
-from ui.models import BUILT_IN, cached_model
+from ui.models import BUILT_IN, allowed_methods, cached_model, drop_refused, refused_note
+from ui.params import param_widgets, shown
+from ui.places import AUDITS, UNLEARN_SOURCE, UNLEARN_WORDS, label
 from ui.windows import ratio_figure
 
-STATS_ONLY = stats_only_methods()
+#: The method chosen on a first visit (where the model allows it): the paper's.
+FIRST_CHOSEN = "min_k"
+SOURCES = dict(zip(UNLEARN_SOURCE.options, ("Upload or paste", "Demo: demo-wiki paragraphs")))
 SHOWN = ["rank", "chunk_id", "ratio", "score_original", "score_unlearned", "n_words", "text"]
 
 
@@ -46,8 +49,8 @@ def same_model(a: str, b: str) -> bool:
 
 def texts_ui() -> tuple[list[str], list[str]]:
     """(texts, source names): uploaded documents, pasted text, or demo-wiki paragraphs."""
-    source = st.radio("Texts to audit", ["mine", "demo"], horizontal=True, key="unlearn_source",
-                      format_func={"mine": "Upload or paste", "demo": "Demo: demo-wiki paragraphs"}.get)
+    source = st.radio("Texts to audit", UNLEARN_SOURCE.options, horizontal=True, key=UNLEARN_SOURCE.key,
+                      format_func=SOURCES.get)
     if source == "demo":
         n = st.number_input("Paragraphs per class", 2, 40, 6, key="unlearn_demo_n")
         data = datasets.load("demo-wiki")
@@ -80,19 +83,30 @@ def texts_ui() -> tuple[list[str], list[str]]:
     return ([text], ["pasted"]) if text.strip() else ([], [])
 
 
-def params_ui() -> UnlearningParams:
+def params_ui(spec: str | None) -> tuple[UnlearningParams, dict]:
+    """Chunk size, the method (one the original model allows, needing only the statistics) with its parameters, and
+    the band: (settings, the method's parameters other than k, which the settings carry)."""
     c1, c2, c3, c4 = st.columns(4)
-    words = c1.number_input("Words per chunk", 8, 4096, 512, key="unlearn_words", help="The paper: 512.")
-    method = c2.selectbox("Method", STATS_ONLY, index=STATS_ONLY.index("min_k"), key="unlearn_method",
-                          format_func=lambda m: mia_core.METHODS[m].label,
+    words = c1.number_input("Words per chunk", int(UNLEARN_WORDS.low), int(UNLEARN_WORDS.high), 512,
+                            key=UNLEARN_WORDS.key, help="The paper: 512.")
+    offered = allowed_methods(spec, AUDITS.methods())
+    if not offered.allowed:
+        refused_note(offered.refused)
+        st.stop()
+    drop_refused("unlearn_method", offered.allowed)
+    method = c2.selectbox("Method", offered.allowed, key="unlearn_method", format_func=label,
+                          index=offered.allowed.index(FIRST_CHOSEN) if FIRST_CHOSEN in offered.allowed else 0,
                           help="The paper: Min-K% Prob. The ratio needs scores of one sign (Min-K%, loss, zlib).")
-    k = c3.slider("k", 0.05, 1.0, 0.2, 0.05, key="unlearn_k")
+    refused_note(offered.refused, c2)
+    values = param_widgets([method], "unlearn", c3)[method]
+    k = values.pop("k", UnlearningParams.k)
     band = c4.number_input("Band", 1.01, 3.0, 1.15, 0.01, key="unlearn_band",
                            help="Suspect when the score ratio lies in (1/band, band); the paper: 1.15.")
-    return UnlearningParams(chunk_words=int(words), method=method, k=k, band=band)
+    return UnlearningParams(chunk_words=int(words), method=method, k=k, band=band), values
 
 
-def run(original: str, unlearned: str, texts: list[str], names: list[str], params: UnlearningParams) -> None:
+def run(original: str, unlearned: str, texts: list[str], names: list[str], params: UnlearningParams,
+        method_params: dict | None = None) -> None:
     """Score every chunk under both models (progress bar); keep the table in the session."""
     try:
         models = cached_model(original), cached_model(unlearned)
@@ -104,25 +118,33 @@ def run(original: str, unlearned: str, texts: list[str], names: list[str], param
                    "compares a model with its unlearned version, so it was not run. Pick the unlearned model.")
         return
     bar = st.progress(0.0, text="Scoring chunks under the original, then the unlearned model …")
-    table = audit_unlearning(*models, texts, sources=names, params=params,
-                             progress=lambda done, total: bar.progress(min(1.0, done / total)))
+    try:
+        table = audit_unlearning(*models, texts, sources=names, params=params, method_params=method_params,
+                                 progress=lambda done, total: bar.progress(min(1.0, done / total)))
+    except ValueError as err:  # e.g. parameters that do not go together
+        bar.empty()
+        st.error(public_message(str(err)))
+        return
     bar.empty()
-    st.session_state["unlearn_result"] = {"table": table, "params": params, "models": (original, unlearned)}
+    st.session_state["unlearn_result"] = {"table": table, "params": params, "models": (original, unlearned),
+                                          "method_params": dict(method_params or {})}
 
 
 def draw(result: dict) -> None:
     """Counts, the scatter with the band, the ranked suspects, the full table as CSV."""
     table, params = result["table"], result["params"]
-    label = mia_core.METHODS[params.method].label
+    name = label(params.method)
     suspects = table[table["suspect"]]
     c1, c2, c3 = st.columns(3)
     c1.metric("Chunks", len(table))
     c2.metric("Suspects", len(suspects))
     c3.metric("Share", f"{len(suspects) / len(table):.0%}")
-    st.caption(f"Original **{result['models'][0]}**, unlearned **{result['models'][1]}**; {label}, k = {params.k:g}, "
-               f"{params.chunk_words}-word chunks; suspect when {1 / params.band:.3f} < ratio < {params.band:g}. "
-               "A suspect is a lead for completion or question probes, not proof that unlearning failed.")
-    st.plotly_chart(ratio_figure(table, params.band, label), key="unlearn_scatter")
+    others = "".join(f", {n} = {shown(v)}" for n, v in result.get("method_params", {}).items())
+    st.caption(f"Original **{result['models'][0]}**, unlearned **{result['models'][1]}**; {name}, k = {params.k:g}"
+               f"{others}, {params.chunk_words}-word chunks; suspect when {1 / params.band:.3f} < ratio < "
+               f"{params.band:g}. A suspect is a lead for completion or question probes, not proof that unlearning "
+               "failed.")
+    st.plotly_chart(ratio_figure(table, params.band, name), key="unlearn_scatter")
     st.markdown("**Suspects, most similar under both models first** (|ln ratio| ascending)")
     st.dataframe(suspects[SHOWN], hide_index=True, key="unlearn_table")
     st.download_button("All chunks (CSV)", to_csv_safe(table), "unlearning_audit.csv", "text/csv")
@@ -134,7 +156,7 @@ st.markdown("Chunks of the text that should have been forgotten are scored under
 original = st.session_state.get("model_spec")
 unlearned = unlearned_ui(original)
 texts, names = texts_ui()
-params = params_ui()
+params, method_params = params_ui(original)
 same = original is not None and unlearned is not None and same_model(original, unlearned)
 if original is None:
     st.warning("Load the original model in the sidebar first.")
@@ -145,7 +167,7 @@ if st.button("Run the audit", type="primary", disabled=not (original and texts a
              key="unlearn_run"):
     try:
         check_request_chars(texts, "These texts")  # both models score every chunk: bounded like one Explore request
-        run(original, unlearned, texts, names, params)
+        run(original, unlearned, texts, names, params, method_params)
     except RequestTooLarge as err:
         st.error(str(err))
 if "unlearn_result" in st.session_state:

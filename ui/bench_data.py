@@ -13,6 +13,7 @@ from mia_core.inputs.benchmarks import BENCHMARKS, load_benchmark
 from mia_core.inputs.tables import InputError, read_labelled, read_table
 from ui.helpers import read_upload
 from ui.jobs import public_message
+from ui.places import BENCH_N, BENCH_SOURCE, dataset_names
 
 #: The default texts per class of a built-in set, and the session key keeping the chosen number across sources.
 DEFAULT_PER_CLASS, KEPT_N = 60, "bench_n_kept"
@@ -57,9 +58,10 @@ def default_index(columns: Sequence[str], wanted: str, avoid: str | None = None)
 
 def builtin_ui() -> tuple[str, pd.DataFrame, int]:
     """A seeded sample of a built-in set; the number per class survives switching to another source and back."""
-    name = st.selectbox("Set", [d["name"] for d in datasets.list_datasets()], key="bench_set")
-    per_class = int(st.number_input("Texts per class (a seeded sample; fewer = faster)", 5, 240,
-                                    int(st.session_state.get(KEPT_N, DEFAULT_PER_CLASS)), 5, key="bench_n"))
+    name = st.selectbox("Set", dataset_names(), key="bench_set")
+    per_class = int(st.number_input("Texts per class (a seeded sample; fewer = faster)", int(BENCH_N.low),
+                                    int(BENCH_N.high), int(st.session_state.get(KEPT_N, DEFAULT_PER_CLASS)), 5,
+                                    key=BENCH_N.key))
     st.session_state[KEPT_N] = per_class  # a widget not drawn loses its value: this copy brings it back
     st.caption(f"{datasets.DESCRIPTIONS[name]}. A random split: the blind baseline should sit near 0.5.")
     return name, datasets.sample_per_class(datasets.load(name), per_class), per_class
@@ -109,11 +111,11 @@ def hub_ui() -> tuple[str, pd.DataFrame | None]:
 
 def data_ui() -> tuple[str, pd.DataFrame | None, int | None]:
     """The labelled data (name, table, texts per class of a sampled built-in set): a demo set, a file, or a hub set."""
-    source = st.radio("Data", ["Built-in demo set", "Upload CSV/JSONL", "Hub benchmark (online)"], horizontal=True,
-                      key="bench_source")
+    builtin, upload, _ = BENCH_SOURCE.options
+    source = st.radio("Data", BENCH_SOURCE.options, horizontal=True, key=BENCH_SOURCE.key)
     st.session_state["bench_columns"] = {}  # the upload's column names, when a file is the source
-    if source == "Built-in demo set":
+    if source == builtin:
         return builtin_ui()
-    if source == "Upload CSV/JSONL":
+    if source == upload:
         return (*upload_ui(), None)
     return (*hub_ui(), None)

@@ -24,8 +24,8 @@ from ui.models import cached_model
 
 #: File types a helper-text upload may have (a `text` column, one text per row).
 UPLOAD_TYPES = ["csv", "tsv", "jsonl", "json"]
-#: Roles that are prefix shots (the methods' `n_shots` picks the first ones).
-SHOT_ROLES = ("shots_nonmembers", "shots_members")
+#: The methods' parameter that says how many prefix shots they take (the split takes off as many).
+SHOTS = "n_shots"
 
 
 def read_upload(upload, read: Callable[[Path], pd.DataFrame]) -> pd.DataFrame:
@@ -49,11 +49,6 @@ def missing_roles(method: str, available: Sequence[str]) -> list[str]:
 def needs_line(method: str, roles: Sequence[str]) -> str:
     """"ReCaLL: known non-members (prefix shots)": what a method is waiting for."""
     return f"{mia_core.METHODS[method].label}: " + " and ".join(ROLES[r] for r in roles)
-
-
-def takes_shots(methods: Sequence[str]) -> bool:
-    """Whether a method among these takes `n_shots` (ReCaLL, Con-ReCall)."""
-    return any("n_shots" in mia_core.METHODS[m].param_names for m in methods)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -98,7 +93,6 @@ class BenchmarkHelpers:
     roles: list[str] = field(default_factory=list)
     split: HelperSplit | None = None
     inputs: dict[str, HelperTexts] = field(default_factory=dict)
-    params: dict[str, int] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
@@ -112,8 +106,9 @@ class BenchmarkHelpers:
         return data.iloc[split_helpers(data["label"].to_numpy(), self.roles, self.split)["scored"]].reset_index(drop=True)
 
 
-def benchmark_helpers_ui(methods: Sequence[str]) -> BenchmarkHelpers:
-    """The "Helper texts" section, shown when a chosen method needs known texts: split them off, or upload them."""
+def benchmark_helpers_ui(methods: Sequence[str], values: dict[str, dict]) -> BenchmarkHelpers:
+    """The "Helper texts" section, shown when a chosen method needs known texts: split them off (as many prefix shots
+    as the methods' `n_shots` in `values`, their drawn parameters), or upload them."""
     roles = helper_roles(methods)
     if not roles:
         return BenchmarkHelpers()
@@ -122,28 +117,23 @@ def benchmark_helpers_ui(methods: Sequence[str]) -> BenchmarkHelpers:
     split = st.radio("Helper texts from", ["Split off this labelled set", "Upload files of known texts"],
                      horizontal=True, key="bench_helper_source", label_visibility="collapsed") != \
         "Upload files of known texts"
-    shots = any(r in SHOT_ROLES for r in roles)
-    shown = [name for name, on in (("shots", shots), ("fraction", split and "reference" in roles), ("seed", split)) if on]
+    n_shots = int(next((v[SHOTS] for v in values.values() if SHOTS in v), HelperSplit.n_shots))
+    shown = [name for name, on in (("fraction", split and "reference" in roles), ("seed", split)) if on]
     column = dict(zip(shown, st.columns(len(shown)))) if shown else {}  # only the inputs that apply, side by side
-    n_shots = int(column["shots"].number_input(
-        "Prefix shots (n_shots)", 1, 100, 10, 1, key="bench_n_shots",
-        help="Known non-members (and, for Con-ReCall, as many known members) put in front of each text.")) \
-        if shots else HelperSplit.n_shots
-    params = {"n_shots": n_shots} if shots and takes_shots(methods) else {}
     if not split:
         files = upload_ui(roles, "bench_helper")
         inputs = {role: HelperTexts(texts, role, source=name) for role, (texts, name) in files.items()}
         missing = [ROLES[r] for r in roles if r not in inputs]
         if missing:
             st.caption("Still to upload: " + "; ".join(missing) + ". They must not be among the labelled texts.")
-        return BenchmarkHelpers(roles, None, inputs, params)
+        return BenchmarkHelpers(roles, None, inputs)
     fraction = column["fraction"].slider("Reference fraction (of the non-members)", 0.05, 0.9, 0.3, 0.05,
                                          key="bench_ref_fraction", help="CAMIA's authors use 30%.") \
         if "fraction" in column else HelperSplit.reference_fraction
     seed = column["seed"].number_input("Split seed", 0, 1_000_000, 0, 1, key="bench_helper_seed")
     st.caption("A seeded split takes these helper texts out of the labelled set: these rows are scored by no method, "
                "so every method is compared on the same remaining texts.")
-    return BenchmarkHelpers(roles, HelperSplit(n_shots, float(fraction), int(seed)), {}, params)
+    return BenchmarkHelpers(roles, HelperSplit(n_shots, float(fraction), int(seed)), {})
 
 
 def helpers_note(record: dict) -> str:

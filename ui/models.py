@@ -6,11 +6,14 @@ is loaded under a sidebar status after the page ran (or earlier by a page that n
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import streamlit as st
 from streamlit.elements.lib.mutable_status_container import StatusContainer
 
 import mia_core
 from mia_core import LanguageModel, TokenStats
+from mia_core.api import Allowed, methods_allowed
 from ui.jobs import public_message
 
 BUILT_IN = {
@@ -79,6 +82,9 @@ def finish_loading(spec: str | None, status: StatusContainer | None) -> None:
     a failure ends it in error, clears `model_spec` and draws the page again without the model."""
     if spec is None or status is None:
         return
+    if spec in st.session_state.get(FAILED, {}):  # the page tried to load it and failed: not tried twice
+        status.update(label=f"Could not load {spec}", state="error", expanded=True)
+        st.rerun()
     try:
         lm = cached_model(spec)
     except mia_core.ModelLoadError as err:
@@ -97,3 +103,37 @@ def model_failed(spec: str, err: Exception) -> None:
     st.session_state["model_spec"] = None
     if st.session_state.get(LOADED) == spec:
         st.session_state.pop(LOADED)
+
+
+def allowed_methods(spec: str | None, methods: Sequence[str]) -> Allowed:
+    """Which of `methods` the chosen model's access allows, and why not the others (all while no model is chosen).
+
+    The access is the loaded model's: a page that lists methods loads the model here if the sidebar has not yet (a
+    failed load is remembered, as the sidebar's, and the page is drawn again without the model).
+    """
+    if spec is None:
+        return Allowed(list(methods), {})
+    try:
+        return methods_allowed(cached_model(spec), list(methods))
+    except mia_core.ModelLoadError as err:
+        model_failed(spec, err)
+        return Allowed(list(methods), {})
+
+
+def refused_note(refused: dict[str, str], container=None) -> None:
+    """Under a method picker: the methods this model does not allow, each with the sentence that says why."""
+    if not refused:
+        return
+    box = st if container is None else container
+    with box.expander(f"Not available for this model: {', '.join(mia_core.METHODS[m].label for m in refused)}"):
+        for why in refused.values():
+            st.caption(why)
+
+
+def drop_refused(key: str, offered: Sequence[str]) -> None:
+    """A picker's kept choice (from the URL or another model) that is no longer offered is dropped before it is drawn."""
+    value = st.session_state.get(key)
+    if isinstance(value, list) and any(v not in offered for v in value):
+        st.session_state[key] = [v for v in value if v in offered]
+    elif isinstance(value, str) and value not in offered:
+        del st.session_state[key]

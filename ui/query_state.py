@@ -5,92 +5,22 @@
 key picks it up; a bad value (an unknown choice, a number out of range, a list too long) is ignored, never a
 traceback. A hub id or folder from a link goes into the model box, to be confirmed (ui.models), never loaded
 silently. `save` runs after the page and writes the current values back: the model everywhere, a page's
-settings on that page only. Other parameters (`?run=` of the Book audit) are left alone.
+settings on that page only. Other parameters (`?run=` of the Book audit) are left alone. Which keys are kept, and
+the options and bounds a value must have, are declared with the pages' places (`ui.places.kept_fields`).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 
-from mia_core import datasets
-from mia_core.methods import methods_for, stats_only_methods
-from mia_core.api import HELPER_NEEDS
 from ui.models import BUILT_IN, UNCONFIRMED
+from ui.places import kept_fields
 
 #: Query parameters of the model: the picker's choice, and the hub id or folder when it is "other".
 MODEL, PATH = "model", "path"
 #: The session's last written parameters: a URL value equal to it is the session's own, not an instruction.
 WRITTEN = "query_written"
-
-
-@dataclass(frozen=True)
-class Field:
-    """A widget key kept in the URL on its page (the page's url path): one of `options` (or, `many`, a list of at
-    most `most` of them), or a number in [low, high] of `kind`. The page's widget has these same bounds
-    (a test compares them), so a value read back never makes the widget raise."""
-
-    page: str
-    key: str
-    options: tuple[str, ...] = ()
-    most: int | None = None
-    low: float = -math.inf
-    high: float = math.inf
-    kind: type = str
-    many: bool = False
-
-    def read(self, values: list[str]) -> Any:
-        """The value for session state, or None when `values` are not valid for the widget."""
-        if self.many:
-            ok = all(v in self.options for v in values) and len(set(values)) == len(values)
-            return list(values) if ok and (self.most is None or len(values) <= self.most) else None
-        if len(values) != 1:
-            return None
-        if self.options:
-            return values[0] if values[0] in self.options else None
-        try:
-            value = self.kind(values[0])  # int("1.5") fails: an int field takes whole numbers only
-        except ValueError:
-            return None
-        return value if math.isfinite(value) and self.low <= value <= self.high else None
-
-
-def one_of(page: str, key: str, options: list[str] | tuple[str, ...]) -> Field:
-    """A radio or selectbox."""
-    return Field(page, key, tuple(options))
-
-
-def some_of(page: str, key: str, options: list[str], most: int | None = None) -> Field:
-    """A multiselect (`most`: its max_selections)."""
-    return Field(page, key, tuple(options), most, many=True)
-
-
-def number(page: str, key: str, low: float, high: float, kind: type = float) -> Field:
-    """A number input or slider."""
-    return Field(page, key, low=low, high=high, kind=kind)
-
-
-STATS_ONLY = stats_only_methods()
-#: The pages' widget keys kept in the URL, with the options and bounds of their widgets (a test checks them
-#: against the pages). Methods come from the registry, as the pages take them.
-FIELDS = (
-    some_of("explore", "explore_methods", STATS_ONLY, 2),
-    number("explore", "explore_k", 0.05, 1.0),
-    one_of("explore", "explore_bos", ("auto", "none")),
-    one_of("benchmark", "bench_source", ("Built-in demo set", "Upload CSV/JSONL", "Hub benchmark (online)")),
-    one_of("benchmark", "bench_set", [d["name"] for d in datasets.list_datasets()]),
-    number("benchmark", "bench_n", 5, 240, int),
-    some_of("benchmark", "bench_methods", methods_for(("stats", "lowercase_stats", "lm", *HELPER_NEEDS))),
-    one_of("audit", "audit_method", STATS_ONLY),
-    number("audit", "audit_words", 16, 4096, int),
-    one_of("unlearning", "unlearn_source", ("mine", "demo")),
-    one_of("unlearning", "unlearn_method", STATS_ONLY),
-    number("unlearning", "unlearn_words", 8, 4096, int),
-    one_of("online", "online_source", ("text", "passages", "demo")),
-    one_of("online", "online_method", STATS_ONLY),
-)
 
 
 def url_values(key: str) -> list[str]:
@@ -101,11 +31,12 @@ def url_values(key: str) -> list[str]:
 def restore() -> None:
     """Before any widget: URL values the session did not write itself, checked, into session state."""
     written = st.session_state.get(WRITTEN, {})
-    fresh = {key for key in {MODEL, PATH, *(f.key for f in FIELDS)}
+    fields = kept_fields()
+    fresh = {key for key in {MODEL, PATH, *(f.key for f in fields)}
              if url_values(key) and url_values(key) != written.get(key)}
     if MODEL in fresh or PATH in fresh:
         restore_model(url_values(MODEL), url_values(PATH))
-    for field in FIELDS:
+    for field in fields:
         if field.key in fresh and (value := field.read(url_values(field.key))) is not None:
             st.session_state[field.key] = value
 
@@ -134,7 +65,7 @@ def current(page: str) -> dict[str, list[str]]:
         other = str(st.session_state.get("model_other") or "").strip()
         if choice_now == "other" and other:
             params[PATH] = [other]
-    for field in FIELDS:
+    for field in kept_fields():
         if field.page == page and field.key in st.session_state:
             params[field.key] = as_strings(st.session_state[field.key])
     return params
@@ -152,7 +83,7 @@ def save(page: str) -> None:
     for key, values in params.items():
         if url_values(key) != values:
             st.query_params[key] = values if len(values) > 1 else values[0]
-    for key in {MODEL, PATH, *(f.key for f in FIELDS)} - set(params):
+    for key in {MODEL, PATH, *(f.key for f in kept_fields())} - set(params):
         if key in st.query_params:
             del st.query_params[key]
     st.session_state[WRITTEN] = params

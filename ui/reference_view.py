@@ -40,16 +40,19 @@ def plain(text: str) -> str:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def cached_demo_reference(spec: str, methods: tuple[str, ...], k: float, bos: str) -> ReferenceSet:
-    """The demo's built-in reference set under one setting, scored once per server."""
-    return demo_reference(cached_model(spec), list(methods), k=k, bos=bos)
+def cached_demo_reference(spec: str, methods: tuple[str, ...], k: float | None, bos: str,
+                          params: tuple = ()) -> ReferenceSet:
+    """The demo's built-in reference set under one setting (`params`: other parameters as pairs), scored once per
+    server."""
+    return demo_reference(cached_model(spec), list(methods), k=k, bos=bos, params=dict(params))
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def cached_text_reference(spec: str, texts: tuple[str, ...], source: str, methods: tuple[str, ...], k: float,
-                          bos: str) -> ReferenceSet:
+def cached_text_reference(spec: str, texts: tuple[str, ...], source: str, methods: tuple[str, ...], k: float | None,
+                          bos: str, params: tuple = ()) -> ReferenceSet:
     """A reference set built from uploaded known non-members, scored once per server."""
-    return build_reference(cached_model(spec), list(texts), list(methods), k=k, bos=bos, source=source)
+    return build_reference(cached_model(spec), list(texts), list(methods), k=k, bos=bos, source=source,
+                           params=dict(params))
 
 
 def reference_source_ui(spec: str | None) -> tuple[str, object]:
@@ -98,25 +101,31 @@ def saved_reference(files) -> ReferenceSet | None:
             return None
 
 
-def resolve_reference(choice: tuple[str, object], spec: str, methods: list[str], k: float,
-                      bos: str) -> ReferenceSet | None:
-    """The reference set for this model and setting (built or checked), or None with the reason shown."""
+def resolve_reference(choice: tuple[str, object], spec: str, methods: list[str], k: float | None,
+                      bos: str, params: dict | None = None) -> ReferenceSet | None:
+    """The reference set for this model and setting (built or checked), or None with the reason shown; `params`: the
+    methods' parameters other than k that differ from their defaults."""
     how, given = choice
+    params = dict(params or {})
     if how == NONE or given is None and how != DEMO:
         return None
     try:
         if how == DEMO:
             with st.spinner("Scoring the demo's known non-members once (later texts reuse them) …"):
-                return cached_demo_reference(spec, tuple(methods), k, bos)
+                return cached_demo_reference(spec, tuple(methods), k, bos, tuple(params.items()))
         if how == TEXTS:
             texts, name = given
             with st.spinner(f"Scoring {len(texts):,} known non-members once …"):
-                return cached_text_reference(spec, texts, name, tuple(methods), k, bos)
+                return cached_text_reference(spec, texts, name, tuple(methods), k, bos,
+                                             tuple(params.items()))
         reference = given
         lm = cached_model(spec)
         check_model(reference, lm.fingerprint, lm.name)
         conflicts = setting_conflicts(reference, k=k if reference.k is not None else None, bos=bos,
                                       long_text=reference.long_text)
+        if dict(reference.params) != params:
+            conflicts.append(f"parameters {params or 'at their defaults'} (the reference used "
+                             f"{reference.params or 'the defaults'})")
         if conflicts:
             st.warning("This reference set was scored with other settings: " + "; ".join(conflicts)
                        + ". Set them the same on this page to compare.")

@@ -28,9 +28,8 @@ ACCESS_SHORT = {"token_logprob": "token log-probs", "top_k": "top-k log-probs", 
 
 
 @dataclass(frozen=True)
-class ModelAccess:
-    """What a model offers: each entry of `ACCESS`; `top_k` is how many log-probs per position it returns
-    (`FULL_VOCABULARY`: all); `where` names the model in sentences ("this model", "this server")."""
+class Access:
+    """The entries of `ACCESS`, offered by a model or needed by a method; `top_k` counts log-probs per position."""
 
     token_logprob: bool = True
     top_k: int = 0
@@ -38,6 +37,13 @@ class ModelAccess:
     further_passes: bool = False
     gradients: bool = False
     generation: bool = False
+
+
+@dataclass(frozen=True)
+class ModelAccess(Access):
+    """What a model offers; `top_k` is how many log-probs per position it returns (`FULL_VOCABULARY`: all);
+    `where` names the model in sentences ("this model", "this server")."""
+
     where: str = "this model"
 
     def describe_logprobs(self) -> str:
@@ -56,27 +62,21 @@ FULL_ACCESS = ModelAccess(True, FULL_VOCABULARY, True, True, True, True)
 
 
 @dataclass(frozen=True)
-class AccessNeeds:
-    """What a method reads of the model (entries of `ACCESS`); `why` says what for, in the method's refusal."""
+class AccessNeeds(Access):
+    """What a method reads of the model; `why` says what for, in the method's refusal."""
 
-    token_logprob: bool = True
-    top_k: int = 0
-    full_distribution: bool = False
-    further_passes: bool = False
-    gradients: bool = False
-    generation: bool = False
     why: str = ""
     """What it reads, in the words of its refusal ("the mean and spread of the full next-token distribution")."""
 
     def words(self) -> list[str]:
         """The short words of what it needs, for method lists."""
         out = []
-        for f in fields(self):
+        for f in fields(Access):
             value = getattr(self, f.name)
             if f.name == "top_k":
                 if value:
                     out.append(f"top-{value} log-probs")
-            elif f.name != "why" and value:
+            elif value:
                 out.append(ACCESS_SHORT[f.name])
         return out
 

@@ -3,6 +3,7 @@ help and every page's widgets are generated from them (declared once, beside the
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,12 +40,20 @@ class ParamInfo:
 def param_infos(params: type) -> list[ParamInfo]:
     """Every field of a parameters dataclass with its help and bounds (a field without `param` has only its type)."""
     out = []
+    hints = typing.get_type_hints(params)
     for f in dataclasses.fields(params):
         meta = dict(f.metadata)
-        kind = type(f.default) if f.default is not dataclasses.MISSING and f.default is not None else str
+        kind = type(f.default) if f.default is not dataclasses.MISSING and f.default is not None else \
+            _declared_kind(hints.get(f.name))
         out.append(ParamInfo(f.name, f.default, kind, meta.get("help", ""), meta.get("low"), meta.get("high"),
                              meta.get("step"), meta.get("choices"), meta.get("widget", True)))
     return out
+
+
+def _declared_kind(hint: Any) -> type:
+    """The type a field without a default value to read it from declares (`int | None` → int); str when unsure."""
+    kinds = [k for k in typing.get_args(hint) if k is not type(None)] if typing.get_args(hint) else [hint]
+    return kinds[0] if len(kinds) == 1 and isinstance(kinds[0], type) else str
 
 
 def is_int(value) -> bool:

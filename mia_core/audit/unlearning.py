@@ -119,12 +119,14 @@ def audit_unlearning(
     sources: Sequence[str] | None = None,
     params: UnlearningParams = UnlearningParams(),
     progress: Callable[[int, int], None] | None = None,
+    method_params: dict | None = None,
 ) -> pd.DataFrame:
     """Chunk `texts`, score each chunk under both models, flag and rank the suspects.
 
     original, unlearned : `LanguageModel`s; each scores with its own tokenizer.
     sources : a name per text (default "1", "2", …), used in `chunk_id`.
     progress : progress(done, total) in thousandths: the original model's pass fills the first half.
+    method_params : further parameters of the method (k comes from `params`).
 
     Returns one row per chunk, sorted by rank (suspects first): rank, chunk_id, source, chunk,
     n_words, char_start, char_end, text, score_original, score_unlearned, ratio, abs_log_ratio, suspect.
@@ -134,7 +136,8 @@ def audit_unlearning(
     scores = []
     for phase, lm in enumerate((original, unlearned)):
         step = None if progress is None else _half(progress, phase)
-        frame = score_texts(lm, chunk_texts, [params.method], k=params.k, bos=params.bos, progress=step)
+        frame = score_texts(lm, chunk_texts, [params.method], k=params.k, bos=params.bos, progress=step,
+                            **dict(method_params or {}))
         scores.append(frame[params.method].to_numpy())
     if progress is not None:
         progress(1000, 1000)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import combine_pvalues, percentileofscore
 
-from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
 from .helper_texts import ReferenceStats
 
 CUTOFFS = (None, 200, 300)
@@ -66,8 +66,8 @@ def signals(logprob: np.ndarray, token_ids: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CamiaParams:
-    aggregate: str = "mean"
-    """How the signals' p-values combine: "mean" (score 1 − mean p) or a scipy method (score −p)."""
+    aggregate: str = param("mean", 'how the signals\' p-values combine: "mean" (score 1 − mean p) or a scipy method '
+                           "(score −p)", choices=AGGREGATES)
 
     def __post_init__(self) -> None:
         if self.aggregate not in AGGREGATES:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..api import AccessNeeds, KParams, Score, TokenStats, TokenView, register, require_tokens
+from ..api import AccessNeeds, KParams, Score, TokenStats, TokenView, param, register, require_tokens
 
 #: σ is clamped here before dividing (docs/methods.md, "Non-finite values").
 SIGMA_FLOOR = 1e-12
@@ -38,11 +38,10 @@ SIGMA_FLOOR = 1e-12
 class GapKParams(KParams):
     """Parameters of Gap-K% (k validated by `KParams`)."""
 
-    k: float = 0.2
-    """Fraction of windows (lowest mean gaps) averaged; max(1, floor(k · m)) of the m windows."""
-
-    w: int = 3
-    """Width of the moving average over consecutive scored tokens (an integer ≥ 1; 1 = no smoothing)."""
+    k: float = param(0.2, "fraction of windows (lowest mean gaps) averaged; max(1, floor(k · m)) of the m windows",
+                     low=0.05, high=1.0, step=0.05)
+    w: int = param(3, "width of the moving average over consecutive scored tokens (an integer ≥ 1; 1 = no smoothing)",
+                   low=1, high=64, step=1)
 
     def __post_init__(self) -> None:
         super().__post_init__()

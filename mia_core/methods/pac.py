@@ -41,7 +41,7 @@ import numpy as np
 
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
-from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, is_int, register, require_tokens
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, is_int, param, register, require_tokens
 
 #: Share of the scored tokens in the far region (the highest log-probs), at least one.
 RATIO_FAR = 0.05
@@ -55,14 +55,12 @@ MAX_EQUAL_DRAWS = 3
 class PacParams:
     """Parameters of PAC."""
 
-    alpha: float = 0.3
-    """Share of the words swapped in each copy: max(1, floor(alpha · words)) swaps, alpha in (0, 1]."""
-
-    n_augment: int = 5
-    """Number N of augmented copies per text (an integer ≥ 1; each costs one forward pass)."""
-
-    seed: int = 0
-    """Seed of the word swaps; combined with each text's SHA-256, so copies do not depend on text order."""
+    alpha: float = param(0.3, "share of the words swapped in each copy: max(1, floor(alpha · words)) swaps, alpha in "
+                         "(0, 1]", low=0.05, high=1.0, step=0.05)
+    n_augment: int = param(5, "number N of augmented copies per text (an integer ≥ 1; each costs one forward pass)",
+                           low=1, high=50, step=1)
+    seed: int = param(0, "seed of the word swaps; combined with each text's SHA-256, so copies do not depend on text "
+                      "order", widget=False)
 
     def __post_init__(self) -> None:
         a = self.alpha

@@ -46,7 +46,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
-from ..api import AccessNeeds, Score, TokenStats, TokenView, is_int, register
+from ..api import AccessNeeds, Score, TokenStats, TokenView, is_int, param, register
 
 #: Tokens (rows × max_length) per `generate` call; halved on a CUDA out-of-memory error.
 SAMPLE_TOKENS = 1 << 16
@@ -56,24 +56,19 @@ SAMPLE_TOKENS = 1 << 16
 class SamiaParams:
     """Parameters of SaMIA (the authors' defaults)."""
 
-    n_samples: int = 10
-    """Sampled continuations per text."""
-    prefix_fraction: float = 0.5
-    """ρ: the fraction of the text's words given as the prompt, in (0, 1)."""
-    max_length: int = 1024
-    """Tokens of prompt + continuation (capped at the model's context)."""
-    temperature: float = 1.0
-    """Sampling temperature (> 0)."""
-    top_k: int = 50
-    """Sample among the k most likely tokens (0: no top-k cut)."""
-    top_p: float = 1.0
-    """Nucleus sampling mass in (0, 1] (1: no cut)."""
-    zlib: bool = False
-    """Multiply each recall by the zlib-compressed size of its candidate (the authors' `--zlib`)."""
-    truncate_candidate: bool = False
-    """Cut each candidate to the reference's word count before comparing (not in the authors' code)."""
-    seed: int = 0
-    """Seed of the sampling; each text's generator is seeded by (seed, sha256(text))."""
+    n_samples: int = param(10, "sampled continuations per text (an integer ≥ 1)", low=1, high=100, step=1)
+    prefix_fraction: float = param(0.5, "ρ: the fraction of the text's words given as the prompt, in (0, 1)",
+                                   low=0.05, high=0.95, step=0.05)
+    max_length: int = param(1024, "tokens of prompt + continuation (≥ 2; capped at the model's context)", low=2,
+                            high=8192, step=1)
+    temperature: float = param(1.0, "sampling temperature (> 0)", low=0.05, high=5.0, step=0.05)
+    top_k: int = param(50, "sample among the k most likely tokens (0: no top-k cut)", low=0, high=1000, step=1)
+    top_p: float = param(1.0, "nucleus sampling mass in (0, 1] (1: no cut)", low=0.05, high=1.0, step=0.05)
+    zlib: bool = param(False, "multiply each recall by the zlib-compressed size of its candidate (the authors' "
+                       "`--zlib`)")
+    truncate_candidate: bool = param(False, "cut each candidate to the reference's word count before comparing (not "
+                                     "in the authors' code)")
+    seed: int = param(0, "seed of the sampling; each text's generator is seeded by (seed, sha256(text))", widget=False)
 
     def __post_init__(self) -> None:
         for name, low in (("n_samples", 1), ("max_length", 2), ("top_k", 0), ("seed", 0)):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..api import (
-    LOGP, LOGP_RANGE, AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, register, require_tokens,
+    LOGP, LOGP_RANGE, AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, param, register, require_tokens,
 )
 
 #: Value of a text with no surprising token (the SoK port's replacement for its NaN).
@@ -38,11 +38,10 @@ EMPTY_VALUE = -100.0
 class SurpParams(KParams):
     """Parameters of SURP (k validated by `KParams`)."""
 
-    k: float = 0.4
-    """Fraction of tokens (lowest log-probs) that are candidates; max(1, floor(k · n_scored)) of them."""
-
-    e_max: float = 2.0
-    """Entropy threshold in nats: a candidate counts only when the model's prediction had entropy below it."""
+    k: float = param(0.4, "fraction of tokens (lowest log-probs) that are candidates; max(1, floor(k · n_scored)) of "
+                     "them", low=0.05, high=1.0, step=0.05)
+    e_max: float = param(2.0, "entropy threshold in nats (> 0): a candidate counts only when the model's prediction had "
+                         "entropy below it", low=0.1, high=10.0, step=0.1)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -40,7 +40,9 @@ from functools import lru_cache
 import numpy as np
 from wordfreq import available_languages, word_frequency
 
-from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, is_int, register, require_tokens
+from ..api import (
+    LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, is_int, param, register, require_tokens,
+)
 
 #: Removes ASCII punctuation anywhere in a word (the authors' `_normalize_token`).
 _STRIP = str.maketrans("", "", string.punctuation)
@@ -54,16 +56,15 @@ _OPENERS = "\"'“‘«(["
 class TagTabParams:
     """Parameters of Tag&Tab (the README's defaults)."""
 
-    n_keywords: int = 4
-    """Keywords per sentence: its lowest-e (rarest) distinct words (the reference's AT_k column, README: K=4)."""
-    min_words: int = 7
-    """Fewest whitespace words of a sentence that is tagged (the authors' `--min_len_line_generate`)."""
-    max_words: int = 40
-    """Most whitespace words of a sentence that is tagged (the authors' `--max_len_line_generate`)."""
-    first_token_only: bool = False
-    """The "FT" variant: only each keyword's first token (default: all its tokens, "AT")."""
-    language: str = "en"
-    """wordfreq language of the word frequencies."""
+    n_keywords: int = param(4, "keywords per sentence: its lowest-e (rarest) distinct words (the reference's AT_k "
+                            "column, README: K=4)", low=1, high=20, step=1)
+    min_words: int = param(7, "fewest whitespace words of a sentence that is tagged (the authors' "
+                           "`--min_len_line_generate`)", low=1, high=200, step=1)
+    max_words: int = param(40, "most whitespace words of a sentence that is tagged (the authors' "
+                           "`--max_len_line_generate`; ≥ min_words)", low=1, high=500, step=1)
+    first_token_only: bool = param(False, 'the "FT" variant: only each keyword\'s first token (default: all its tokens, '
+                                   '"AT")')
+    language: str = param("en", "wordfreq language of the word frequencies (a code such as en, de, fr)", widget=False)
 
     def __post_init__(self) -> None:
         for name in ("n_keywords", "min_words", "max_words"):

@@ -197,7 +197,7 @@ def test_new_methods_in_chromium(server):
         page.goto(f"{server}/benchmark", timeout=120_000)
         page.get_by_label("Texts per class (a seeded sample; fewer = faster)").wait_for(timeout=120_000)
         choose(page, "Methods", "ReCaLL")
-        page.get_by_text("Prefix shots (n_shots)").wait_for(timeout=60_000)
+        page.get_by_text("n_shots: used by ReCaLL").wait_for(timeout=60_000)
         assert page.get_by_text("these rows are scored by no method", exact=False).count() == 1
         page.get_by_text("these rows are scored by no method", exact=False).scroll_into_view_if_needed()
         page.mouse.wheel(0, 250)  # the whole section, from the method list to the split caption

@@ -22,6 +22,7 @@ from mia_core.methods.gds.classifier import fit_classifier
 from mia_core.methods.gds.features import GdsSettings, feature_names, features_loop
 from mia_core.methods.labelled import split_record
 from mia_core.api import MethodSpec, NoParams, lowest_k
+from mia_core.api import AccessNeeds, TokenView  # the probe method's declarations
 from mia_core.model.language_model import LanguageModel
 from ui.stale import STALE_CSS
 
@@ -61,8 +62,8 @@ def test_explore_computes_extra_pass_methods_on_request_and_redraws_k(monkeypatc
         return Score(1.5, stats.logprob.astype(float), np.ones(stats.n_scored, bool), {"neighbors": rows, "n": 1})
 
     monkeypatch.setitem(METHODS, "probe", MethodSpec("probe", probe, NoParams, ("stats", "lm"), "Probe", "a test probe",
-                                                     True, ("full logits",), "1 forward pass", None,
-                                                     lambda v: f"probe {v}.", "p", "a test probe"))
+                                                     True, AccessNeeds(further_passes=True), "1 forward pass",
+                                                     lambda v: f"probe {v}.", "p", "a test probe", TokenView()))
     text = "The cat sat on the mat. A second line & more."
     at = AppTest.from_file(APP, default_timeout=300).run()
     at.switch_page("app_pages/explore.py").run()
@@ -90,7 +91,8 @@ def test_explore_computes_extra_pass_methods_on_request_and_redraws_k(monkeypatc
 
 
 def test_explore_offers_gds_once_benchmark_fitted_one():
-    """Explore lists GDS only with a classifier fitted in this session for the current model, and scores with it."""
+    """Explore lists a supervised method (GDS) only once fitted in this session for the current model, and scores
+    with that fit."""
     lm = load_model("demo")
     rng = np.random.default_rng(0)
     y = np.array([1, 0] * 12)
@@ -102,7 +104,7 @@ def test_explore_offers_gds_once_benchmark_fitted_one():
     at.switch_page("app_pages/explore.py").run()
     assert not [o for o in at.multiselect(key="explore_extra").options if "GDS" in o]
     assert any("fit it on the Benchmark page" in c.value for c in at.caption)
-    at.session_state["gds_classifier"] = {"model": at.session_state["model_spec"], "classifier": classifier}
+    at.session_state["supervised_fits"] = {"model": at.session_state["model_spec"], "methods": {"gds": classifier}}
     at.text_area(key="explore_text").input(text).run()
     at.button[0].click().run()
     assert [o for o in at.multiselect(key="explore_extra").options if "GDS" in o]
@@ -112,7 +114,7 @@ def test_explore_offers_gds_once_benchmark_fitted_one():
     expected = classifier.log_odds(features_loop(lm, [text], GdsSettings()))[0]  # the one-text loop: independent
     shown = {m.label: float(m.value) for m in at.metric}["GDS (supervised)"]
     assert shown == pytest.approx(expected, abs=1e-3)
-    assert any("uses the classifier fitted on the Benchmark page" in c.value for c in at.caption)
+    assert any("uses its fit from the Benchmark page" in c.value for c in at.caption)
 
 
 def naive_recall(model, tokenizer, shots: list[str], text: str) -> float:

@@ -59,8 +59,8 @@ def test_methods_table_groups_by_need_and_agrees_with_the_pages(tiny_app):
 
     bench = tiny_app("app_pages/benchmark.py")
     bench_labels = set(bench.multiselect(key="bench_methods").proto.options)
-    assert bench.checkbox(key="bench_gds")  # GDS: fitted apart from the other methods
-    assert offered("Benchmark") == {m for m in METHODS if METHODS[m].label in bench_labels} | {"gds"}
+    assert offered("Benchmark") == {m for m in METHODS if METHODS[m].label in bench_labels}
+    assert {m for m in METHODS if METHODS[m].supervised is not None} <= offered("Benchmark")  # fitted there
     audit = tiny_app("app_pages/audit.py")
     audit_labels = set(audit.selectbox(key="audit_method").proto.options)
     assert offered("Audits (books, unlearning, long texts)") == {m for m in METHODS if METHODS[m].label in audit_labels}

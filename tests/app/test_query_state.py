@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import mia_core
-from ui.query_state import FIELDS
+from ui.places import kept_fields
 
 from tests.support.app import APP
 
@@ -30,13 +30,13 @@ def session(model_dir, query: dict, page: str | None = None) -> AppTest:
 
 
 def test_page_settings_from_the_link_reach_the_widgets_and_changes_reach_the_url(tiny_model_dir):
-    query = {"explore_k": "0.35", "explore_bos": "none", "explore_methods": ["loss", "zlib"]}
+    query = {"explore_k": "0.35", "explore_bos": "none", "explore_methods": ["loss", "min_k"]}
     at = session(tiny_model_dir, query, "app_pages/explore.py")
     assert at.slider(key="explore_k").value == pytest.approx(0.35)
     assert at.radio(key="explore_bos").value == "none"
-    assert at.multiselect(key="explore_methods").value == ["loss", "zlib"]
+    assert at.multiselect(key="explore_methods").value == ["loss", "min_k"]
     at.slider(key="explore_k").set_value(0.5).run()
-    assert at.query_params["explore_k"] == "0.5" and at.query_params["explore_methods"] == ["loss", "zlib"]
+    assert at.query_params["explore_k"] == "0.5" and at.query_params["explore_methods"] == ["loss", "min_k"]
     assert at.query_params["model"] == "other" and at.query_params["path"] == str(tiny_model_dir)
     at.switch_page("app_pages/benchmark.py").run()  # another page: its own settings, none of Explore's
     assert "explore_k" not in at.query_params and at.query_params["bench_n"] == "60"
@@ -88,10 +88,10 @@ def widget(at: AppTest, key: str):
     raise AssertionError(f"no widget with key {key!r} on the page")
 
 
-@pytest.mark.parametrize("page", sorted({f.page for f in FIELDS}))
+@pytest.mark.parametrize("page", sorted({f.page for f in kept_fields()}))
 def test_kept_keys_have_the_options_and_bounds_of_their_widgets(tiny_model_dir, page):
     at = session(tiny_model_dir, {}, f"app_pages/{page}.py")
-    for field in (f for f in FIELDS if f.page == page):
+    for field in (f for f in kept_fields() if f.page == page):
         kind, w = widget(at, field.key)
         if kind in ("number_input", "slider"):
             assert (w.proto.min, w.proto.max) == (field.low, field.high), field.key

@@ -96,6 +96,21 @@ def test_each_model_scores_with_its_own_tokenizer(membership, gpt2_lm):
         assert row.score_unlearned == pytest.approx(naive_score(gpt2_lm, row.text, 0.5), rel=1e-5)
 
 
+def test_method_parameters_reach_the_method(membership, retrained):
+    """SURP with e_max = 100 nats counts every one of its k lowest tokens as surprising: its score is then the min-k
+    mean, by hand; with e_max = 1e-6 none is, and every score is SURP's empty-selection sentinel −100. k comes from
+    the audit's settings, e_max from `method_params`."""
+    texts = membership["members"][:3]
+    settings = UnlearningParams(chunk_words=64, method="surp", k=0.5)
+    table = audit_unlearning(membership["lm"], retrained, texts, params=settings, method_params={"e_max": 100.0})
+    by_text = table.set_index("text")
+    for text in texts:
+        assert by_text.loc[text, "score_original"] == pytest.approx(naive_score(membership["lm"], text, 0.5), rel=1e-5)
+        assert by_text.loc[text, "score_unlearned"] == pytest.approx(naive_score(retrained, text, 0.5), rel=1e-5)
+    none = audit_unlearning(membership["lm"], retrained, texts, params=settings, method_params={"e_max": 1e-6})
+    assert (none[["score_original", "score_unlearned"]] == -100.0).all().all()
+
+
 def test_params_are_checked():
     with pytest.raises(ValueError, match="only the model's statistics"):
         UnlearningParams(method="dc_pdd")

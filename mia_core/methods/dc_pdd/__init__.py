@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...api import AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
+from ...api import AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
 
 
 @dataclass(frozen=True)
 class DcPddParams:
-    a: float = 0.01
-    """Upper bound on each token's α (the paper's LUP strategy)."""
+    a: float = param(0.01, "upper bound on each token's α (> 0; the paper's LUP strategy)", low=0.001, high=1.0,
+                     step=0.001)
 
     def __post_init__(self) -> None:
         if isinstance(self.a, bool) or not isinstance(self.a, (int, float, np.integer, np.floating)) or not self.a > 0:

@@ -41,7 +41,7 @@ from typing import Sequence
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
+from ...api import AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
 from .engine import ORDERS, TextGradient, batched_param_norms, input_norms, loop_param_norms, plans_for, vmap_suits
 
 AGGREGATES = ("mean", "global")
@@ -63,12 +63,12 @@ def normalise_p(p) -> str | int:
 
 @dataclass(frozen=True)
 class GradNormParams:
-    p: str | int = "inf"
-    """Norm order: "inf" (∞, the default as MIMIR's; float inf is accepted), 1 or 2."""
-    aggregate: str = "mean"
-    """"mean": the mean of the per-tensor norms (MIMIR); "global": one norm over all parameters (pandora-llm)."""
-    wrt: str = "params"
-    """Differentiate with respect to the model's "params", or its "inputs" (the T×d input embeddings, pandora-llm)."""
+    p: str | int = param("inf", 'norm order: "inf" (∞, the default as MIMIR\'s; float inf is accepted), 1 or 2',
+                         choices=("inf", 1, 2))
+    aggregate: str = param("mean", '"mean": the mean of the per-tensor norms (MIMIR); "global": one norm over all '
+                           "parameters (pandora-llm)", choices=AGGREGATES)
+    wrt: str = param("params", 'differentiate with respect to the model\'s "params", or its "inputs" (the T×d input '
+                     "embeddings, pandora-llm)", choices=WRT)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "p", normalise_p(self.p))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, register, require_tokens
+from ...api import AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, param, register, require_tokens
 from .engine import NORMALIZATIONS, infilling_token_scores
 
 
@@ -25,10 +25,10 @@ from .engine import NORMALIZATIONS, infilling_token_scores
 class InfillingParams(KParams):
     """k: the fraction of positions (lowest r_i) averaged."""
 
-    m: int | None = None
-    """Future tokens per position; None = 1 for texts of ≤ 32 scored tokens, else 5."""
-    normalization: str = "position"
-    """"position": each future term z-scored with its own μ/σ; "anchor": with position i's."""
+    m: int | None = param(None, "future tokens per position (an integer ≥ 1); None = 1 for texts of ≤ 32 scored "
+                          "tokens, else 5", low=1, high=32, step=1)
+    normalization: str = param("position", '"position": each future term z-scored with its own μ/σ; "anchor": with '
+                               "position i's", choices=NORMALIZATIONS)
 
     def __post_init__(self) -> None:
         super().__post_init__()

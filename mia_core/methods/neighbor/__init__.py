@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, Score, TokenStats, TokenView, is_int, register, require_tokens
+from ...api import AccessNeeds, Score, TokenStats, TokenView, is_int, param, register, require_tokens
 from .engine import make_neighbors, proposer_for
 
 AGGREGATES = ("mean", "max")
@@ -24,16 +24,15 @@ AGGREGATES = ("mean", "max")
 
 @dataclass(frozen=True)
 class NeighborParams:
-    n_neighbors: int = 25
-    """Neighbours per text (the paper and MIMIR: 25)."""
-    swap_fraction: float = 0.05
-    """Fraction of the proposer's tokens swapped in each neighbour, at least one (MIMIR: 5%)."""
-    aggregate: str = "mean"
-    """How the neighbours' mean log-probs combine: "mean" (the paper) or "max" (MIMIR's code)."""
-    mask_model: str = "self"
-    """A masked LM (hub id or local folder, e.g. bert-base-uncased), or "self": the target proposes."""
-    seed: int = 0
-    """Seed of the neighbour sampling (positions, replacements, embedding dropout)."""
+    n_neighbors: int = param(25, "neighbours per text (an integer ≥ 1; the paper and MIMIR: 25)", low=1, high=100,
+                             step=1)
+    swap_fraction: float = param(0.05, "fraction of the proposer's tokens swapped in each neighbour, at least one, in "
+                                 "(0, 1] (MIMIR: 5%)", low=0.01, high=1.0, step=0.01)
+    aggregate: str = param("mean", 'how the neighbours\' mean log-probs combine: "mean" (the paper) or "max" (MIMIR\'s '
+                           "code)", choices=AGGREGATES)
+    mask_model: str = param("self", 'a masked LM (hub id or local folder, e.g. bert-base-uncased), or "self": the '
+                            "target proposes", widget=False)
+    seed: int = param(0, "seed of the neighbour sampling (positions, replacements, embedding dropout)", widget=False)
 
     def __post_init__(self) -> None:
         check_params(self)

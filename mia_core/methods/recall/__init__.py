@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, Score, TokenStats, TokenView, register, require_tokens
+from ...api import AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
 from ..helper_texts import HelperTexts, as_helper_texts
 from .prefix import Conditioning, condition, reference_conditioning
 
@@ -37,10 +37,10 @@ def _check_shots(n_shots) -> None:
 
 @dataclass(frozen=True)
 class RecallParams:
-    n_shots: int = 10
-    """Known non-members in the prefix (the first n_shots helper texts; fast-mia and SoK: 10)."""
-    mode: str = "ours"
-    """"ours" (the shared pass's tokens, paired) or "reference" (the authors' tokenisation)."""
+    n_shots: int = param(10, "known non-members in the prefix (the first n_shots helper texts; fast-mia and SoK: 10)",
+                         low=1, high=100, step=1)
+    mode: str = param("ours", '"ours" (the shared pass\'s tokens, paired) or "reference" (the authors\' tokenisation)',
+                      choices=MODES)
 
     def __post_init__(self) -> None:
         _check_shots(self.n_shots)
@@ -50,10 +50,10 @@ class RecallParams:
 
 @dataclass(frozen=True)
 class ConRecallParams:
-    n_shots: int = 10
-    """Known non-members in one prefix and known members in the other."""
-    gamma: float = 0.5
-    """Weight of the member prefix (fast-mia: 0.5; tune it only on a held-out labelled split)."""
+    n_shots: int = param(10, "known non-members in one prefix and known members in the other", low=1, high=100,
+                         step=1)
+    gamma: float = param(0.5, "weight of the member prefix (≥ 0; fast-mia: 0.5; tune it only on a held-out labelled "
+                         "split)", low=0.0, high=2.0, step=0.05)
 
     def __post_init__(self) -> None:
         _check_shots(self.n_shots)
