@@ -108,6 +108,9 @@ def method_lines(spec: MethodSpec) -> list[str]:
              f"{pad}access: {', '.join(spec.access_words())}; cost: {spec.cost}", f"{pad}{spec.summary}"]
     for info in spec.param_infos:
         lines.append(f"{pad}{f'--param {info.name}={info.default}':30s} {info.help}".rstrip())
+    if spec.supervised is not None:
+        lines.append(f"{pad}supervised: mia fit --method {spec.name} saves a fit (then --param "
+                     f"{spec.supervised.fits}=FOLDER), or mia eval --fit FRACTION fits it on a split")
     return lines
 
 

@@ -26,6 +26,8 @@ def test_methods_lists_access_words_and_every_parameter_with_its_default_and_hel
         assert [p.split()[1].split("=")[0] for p in params] == list(spec.param_names), name
         for line, info in zip(params, spec.param_infos):
             assert line.split()[1] == f"{info.name}={info.default}" and line.endswith(info.help), (name, line)
+        if spec.supervised is not None:  # how it gets its fit: saved by mia fit, or fitted by mia eval --fit
+            assert f"mia fit --method {name}" in text and f"--param {spec.supervised.fits}=FOLDER" in text, name
     assert any(info.help for spec in METHODS.values() for info in spec.param_infos)  # help comes from the dataclass
 
 
