@@ -95,4 +95,4 @@ def test_learn_and_the_cli_list_it(registered):
     assert any("A throwaway method that a test registers." in m.value for m in at.markdown)
     code, out, err = run_cli("methods")
     assert code == 0, err
-    assert NAME in out and LABEL in out and "params: shift" in out
+    assert NAME in out and LABEL in out and "--param shift=0.0" in out and "added to every token" in out
