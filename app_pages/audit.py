@@ -15,7 +15,7 @@ from ui.audit_progress import cost_estimate_ui, progress_ui, results_store, runs
 from ui.audit_results import results_ui
 from ui.jobs import job_state, public_message, session_folder, start_scoring
 from ui.models import allowed_methods, cached_model, drop_refused, refused_note
-from ui.params import param_widgets
+from ui.params import changed, param_widgets
 from ui.places import AUDIT_WORDS, AUDITS, label
 
 #: The method chosen on a first visit (where the model allows it): the Min-K%++ paper's best.
@@ -80,7 +80,8 @@ def settings_ui(spec: str | None) -> AuditSettings:
     drop_refused("audit_method", offered.allowed)
     method = c1.selectbox("Method", offered.allowed, key="audit_method", format_func=label,
                           index=offered.allowed.index(FIRST_CHOSEN) if FIRST_CHOSEN in offered.allowed else 0)
-    params = param_widgets([method], "audit", c1)[method]
+    drawn = param_widgets([method], "audit", c1)
+    params = changed(drawn, keep=["k"] if "k" in drawn[method] else [])  # as the CLI records them: the job id agrees
     refused_note(offered.refused, c1)
     words = c2.number_input("Words per snippet", int(AUDIT_WORDS.low), int(AUDIT_WORDS.high), 512, 16,
                             key=AUDIT_WORDS.key,

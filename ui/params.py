@@ -40,14 +40,12 @@ def merge(infos: list[ParamInfo], labels: list[str]) -> ParamInfo | None:
     kinds = {i.kind for i in infos}
     kind = kinds.pop() if len(kinds) == 1 else None  # e.g. GDS's alpha (an int) is not PAC's (a fraction)
     choices = infos[0].choices
-    if any(i.choices is not None for i in infos):
-        if any(i.choices is None for i in infos):
-            return None
-        choices = tuple(c for c in infos[0].choices if all(c in i.choices for i in infos))
+    if any(i.choices != choices for i in infos):  # e.g. Neighbourhood's aggregate (mean|max) is not grad_norm's
+        return None
     lows = [i.low for i in infos if i.low is not None]
     highs = [i.high for i in infos if i.high is not None]
     low, high = (max(lows) if lows else None), (min(highs) if highs else None)
-    if kind is None or choices == () or (low is not None and high is not None and low > high):
+    if kind is None or (low is not None and high is not None and low > high):
         return None
     helps = list(dict.fromkeys(i.help for i in infos))
     help_ = helps[0] if len(helps) == 1 else "; ".join(f"{label}: {i.help}" for label, i in zip(labels, infos))

@@ -68,8 +68,10 @@ class Supervised:
     """How a supervised method learns from labelled texts.
 
     fits : the need its fitted value meets (e.g. "classifier").
-    fit : `fit(lm, texts, labels, params, *, ids, train, seed, source, batch_tokens, progress) -> value`: fits on the rows
-        `train` of labelled texts (it sees the others' features only to score them later, never their labels).
+    fit : `fit(lm, texts, labels, params, *, train, split, seed, bos, batch_tokens, progress, score_all)
+        -> (value, scores | None)`: fits on the rows `train` of labelled texts (never the others' labels), keeps `split`
+        (the split's record) in what it fits; with `score_all` it also returns every text's score from the same passes.
+        The value has `describe()`, `trained_on(text)` and `save(folder)`.
     load : `load(path) -> value`: a fitted value saved earlier (its `save(folder)` wrote it), for the need's supplier.
     """
 
@@ -89,7 +91,8 @@ class MethodSpec:
     view : how its token scores read on a heatmap.
     prepare : optional batched hook `prepare(stats_list, params, **inputs) -> contexts`, run once over all texts
         before they are scored one by one; it returns one context per text (e.g. that text's gradient norms),
-        handed to `fn` as `context=` — nothing is kept between runs.
+        handed to `fn` as `context=` — nothing is kept between runs. A hook with a `derived` parameter also gets the
+        scoring call's dict of work two methods share (ReCaLL's and Con-ReCall's prefix passes); it ends with the call.
     supervised : how a supervised method learns from labelled texts (None for the others).
     """
 

@@ -17,7 +17,7 @@ from ..runs.ray_driver import WorkerError
 from ..runs.store import ResultsStore
 from .app import fail
 from .groups import Backend, load, option_groups
-from .options import BosOpt, KOpt, ModelOpt, ParamOpt, check_options, parse_params
+from .options import BosOpt, FreqOpt, KOpt, ModelOpt, ParamOpt, check_options, parse_params, users
 from .progress import progress_bar
 
 commands = typer.Typer()
@@ -38,6 +38,7 @@ def audit_books_cmd(
     method: str = typer.Option("min_k_pp", "--method", help="membership method (see: mia methods)"),
     k: float = KOpt,
     param: Optional[List[str]] = ParamOpt,
+    freq: Optional[Path] = FreqOpt,
     snippet_words: int = typer.Option(512, "--snippet-words", help="words per snippet (Min-K% book study: 512)"),
     max_snippets_per_book: Optional[int] = typer.Option(None, "--max-snippets-per-book", help="score at most this many "
                                                         "snippets per book, evenly spread along it (cheaper, wider intervals)"),
@@ -72,6 +73,14 @@ def audit_books_cmd(
     params = {"k": k} if "k" in spec.param_names else {}
     params.update(parse_params(param, [method]))
     spec.make_params(**params)  # rejects bad values early
+    if "freq" in spec.needs and freq is None:
+        fail(f"method {method} needs --freq (build one with: mia freq build)")
+    if freq is not None:
+        if "freq" not in spec.needs:
+            fail(f"--freq is used by {', '.join(users('freq'))} only (not by {method})")
+        if not freq.is_file():
+            fail(f"--freq: no such file: {freq}")
+        params["freq"] = str(freq.resolve())  # an input, carried in the job (Ray workers read the same path)
     results = ResultsStore(store)  # a corrupt or foreign file fails here, before the model is loaded
     inputs = read_audit_inputs(books, calibration)
     output_dir.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ def freq_build(
         if not path.exists():
             fail(f"corpus path not found: {path}")
     writable(output)
-    lm = load(model, options)  # only the tokenizer and the logits width are used
+    lm = load(model, options.on_cpu())  # only the tokenizer and the logits width are used: no GPU needed
     table = build_frequency_table(lm.tokenizer, iter_corpus_texts(sources, text_field=text_field),
                                   vocab_size=lm.vocab_width, corpus_description=", ".join(map(str, sources)))
     if table.total == 0:

@@ -56,11 +56,12 @@ SAMPLE_TOKENS = 1 << 16
 class SamiaParams:
     """Parameters of SaMIA (the authors' defaults)."""
 
-    n_samples: int = param(10, "sampled continuations per text (an integer ≥ 1)", low=1, high=100, step=1)
+    n_samples: int = param(10, "sampled continuations per text (an integer ≥ 1)", low=1, high=20,
+                           step=1)  # high: the dashboard's bound (SECURITY.md), as for max_length
     prefix_fraction: float = param(0.5, "ρ: the fraction of the text's words given as the prompt, in (0, 1)",
                                    low=0.05, high=0.95, step=0.05)
     max_length: int = param(1024, "tokens of prompt + continuation (≥ 2; capped at the model's context)", low=2,
-                            high=8192, step=1)
+                            high=2048, step=1)
     temperature: float = param(1.0, "sampling temperature (> 0)", low=0.05, high=5.0, step=0.05)
     top_k: int = param(50, "sample among the k most likely tokens (0: no top-k cut)", low=0, high=1000, step=1)
     top_p: float = param(1.0, "nucleus sampling mass in (0, 1] (1: no cut)", low=0.05, high=1.0, step=0.05)

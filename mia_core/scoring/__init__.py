@@ -7,6 +7,7 @@ text, then every text is scored with its inputs and context. Where the target's 
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Sequence
 
 import pandas as pd
@@ -33,7 +34,7 @@ def score(name: str, stats: TokenStats, **kwargs: Any) -> Score:
     policy = stats.policies
     given.update(helper_inputs([spec], given, [stats.text]))
     req = Request(given.pop("lm", None), [stats.text], [stats], policy["bos"], policy["long_text"], [spec], given)
-    return _score_all(spec, params, req, supply(req), numbered=False)[0]
+    return _score_all(spec, params, req, supply(req), {}, numbered=False)[0]
 
 
 def score_texts(
@@ -81,9 +82,10 @@ def score_texts(
         stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
     req = Request(lm, texts, list(stats), bos, long_text, specs, given, where, progress)
     supplied = supply(req)
+    derived: dict = {}  # work two methods' prepare hooks share, for this call only
     columns = {}
     for spec in specs:
-        columns[spec.name] = [s.value for s in _score_all(spec, method_params[spec.name], req, supplied)]
+        columns[spec.name] = [s.value for s in _score_all(spec, method_params[spec.name], req, supplied, derived)]
     return pd.DataFrame(columns)
 
 
@@ -96,15 +98,17 @@ def _method_params(specs: list[MethodSpec], params: dict, k: float | None) -> di
     return {s.name: s.make_params(**{n: v for n, v in given.items() if n in s.param_names}) for s in specs}
 
 
-def _score_all(spec: MethodSpec, params: Any, req: Request, supplied: dict[str, Any], *,
+def _score_all(spec: MethodSpec, params: Any, req: Request, supplied: dict[str, Any], derived: dict, *,
                numbered: bool = True) -> list[Score]:
     """Every text scored by one method: its `prepare` hook over all texts (one context each), then text by text
-    (a text's error names its number when `numbered`)."""
+    (a text's error names its number when `numbered`). A hook that takes `derived` gets the call's dict of work
+    methods share (ReCaLL's and Con-ReCall's non-member prefix passes), which ends with the call."""
     shared = {n: v for n, v in supplied.items() if n in spec.needs and not isinstance(v, PerText)}
     contexts: list = [None] * len(req.stats)
     if spec.prepare is not None:  # the method's batched work over all texts (e.g. GDS: one backward per batch)
         live = [i for i, st in enumerate(req.stats) if st.n_scored > 0]  # empty texts: the scorer says why
-        found = list(spec.prepare([req.stats[i] for i in live], params, **shared))
+        extra = {"derived": derived} if "derived" in inspect.signature(spec.prepare).parameters else {}
+        found = list(spec.prepare([req.stats[i] for i in live], params, **shared, **extra))
         for i, context in zip(live, found):
             contexts[i] = context
     out = []

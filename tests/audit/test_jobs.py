@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mia_core import build_frequency_table, load_model
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_audit, run_scoring
 from mia_core.audit.report import report_html, snippet_heatmap, write_report
 from mia_core.audit.sources import Book
@@ -19,6 +20,7 @@ from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
 from mia_core.scoring import score_texts
 
+from tests.support.cli_runner import run_cli
 from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -266,3 +268,26 @@ def open_report_in_chromium(report: Path) -> None:
         assert page.locator("#calibration-roc .scatterlayer").count() == 1
         page.screenshot(path=str(artifacts / "audit_report.png"), full_page=True)
         browser.close()
+
+
+def test_cli_audits_with_a_frequency_table_method(model_dir, tmp_path, monkeypatch):
+    """DC-PDD needs a frequency table: `--freq` carries it into the job (resolved, as Ray workers read it), and the
+    snippet scores are DC-PDD's under that table; without `--freq` the command stops before planning a job."""
+    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
+    cal, books = write_library(tmp_path)
+    lm = load_model(str(model_dir), device="cpu")
+    table = build_frequency_table(lm.tokenizer, random_texts(200, seed=5), vocab_size=lm.vocab_width)
+    freq = table.save(tmp_path / "freq.npz")
+    common = ["audit-books", "--model", model_dir, "--calibration", cal, "--books", books, "--snippet-words", "20",
+              "--n-boot", "100", "--method", "dc_pdd", "--max-snippets-per-book", "2", "--store", tmp_path / "r.duckdb"]
+    code, _, err = run_cli(*common, "--output-dir", tmp_path / "none")
+    assert code == 2 and err.strip() == "error: method dc_pdd needs --freq (build one with: mia freq build)"
+    assert not (tmp_path / "r.duckdb").exists() or ResultsStore(tmp_path / "r.duckdb").runs().empty
+    code, _, err = run_cli(*common, "--freq", freq, "--param", "a=0.05", "--output-dir", tmp_path / "out")
+    assert code == 0, err
+    snippets = pd.read_csv(tmp_path / "out" / "snippets.csv")
+    texts = snippets["text"].tolist()[:4]
+    expected = score_texts(lm, texts, ["dc_pdd"], bos="auto", long_text="truncate", freq=table, a=0.05)["dc_pdd"]
+    np.testing.assert_allclose(snippets["score"].to_numpy()[:4], expected.to_numpy(), rtol=1e-9)
+    code, _, err = run_cli(*common[:-2], "--method", "min_k", "--freq", freq, "--output-dir", tmp_path / "x")
+    assert code == 2 and "--freq is used by dc_pdd only" in err

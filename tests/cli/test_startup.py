@@ -36,7 +36,7 @@ BEFORE = {
                          "--allow-pickle --trust-remote-code",
     "datasets": "",
     "methods": "--model --device --dtype --allow-pickle --trust-remote-code",
-    "audit-books": "--model --calibration --books --output-dir --method --k --param --snippet-words "
+    "audit-books": "--model --calibration --books --output-dir --method --k --param --freq --snippet-words "
                    "--max-snippets-per-book --rule --target-fpr --bos --seed --n-boot --store --job-id --batch-snippets "
                    "--device --dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
     "audit-online": "--model --input --output --window --stride --method --k --label-column --text-column --bos "

@@ -209,6 +209,14 @@ def test_members_score_higher_on_the_held_out_part(memorised, membership, monkey
     assert not one.details["in_training_split"]
     trained = score("gds", lm.token_stats([texts[fitted.train_idx[0]]])[0], lm=lm, classifier=clf)
     assert trained.details["in_training_split"] and len(clf.spec["split"]["train_sha256"]) == 40
+    # its settings given when scoring must be the classifier's own: never accepted and ignored
+    with pytest.raises(ValueError, match="fitted with LoRA settings"):
+        score_texts(lm, held_out[:1], ["gds"], classifier=clf, max_tokens=8)
+    with pytest.raises(ValueError, match="fitted with LoRA settings"):
+        score_texts(lm, held_out[:1], ["gds"], classifier=clf, lora_alpha=3)
+    same = score_texts(lm, held_out[:1], ["gds"], classifier=clf, max_tokens=clf.settings.max_tokens,
+                       lora_r=clf.settings.r)
+    np.testing.assert_allclose(same["gds"], df["gds"][:1], rtol=1e-4, atol=1e-4)
     saved = clf.save(tmp_path / "clf")  # a folder is loaded by the method's own loader (the need's supplier)
     again = score_texts(lm, held_out[:2], ["gds"], classifier=str(saved))
     np.testing.assert_allclose(again["gds"], df["gds"][:2], rtol=1e-4, atol=1e-4)

@@ -8,6 +8,7 @@ import torch
 
 from mia_core import get_method, score, score_texts
 from mia_core.evaluation import evaluate_methods, reproduce_command
+import mia_core.methods.recall as recall_module
 from mia_core.methods.helper_texts import HelperSplit, HelperTexts
 from mia_core.methods.recall.prefix import condition, fit_prefix, prefix_lengths
 
@@ -68,6 +69,25 @@ def test_con_recall_matches_naive_computation(llama_lm):
             lls.append(naive_logprobs(llama_lm.model, prefix + fed, len(prefix) + 1).mean())
         plain = naive_logprobs(llama_lm.model, fed, 1).mean()
         assert value == pytest.approx((lls[0] - 0.7 * lls[1]) / plain, rel=1e-5)
+
+
+def test_recall_and_con_recall_share_the_non_member_prefix_pass(llama_lm, monkeypatch):
+    """Together in one call, each prefix's conditional passes run once (the non-member one is not repeated for
+    Con-ReCall), and the scores equal each method scored alone."""
+
+    alone = {m: score_texts(llama_lm, TEXTS, [m], shots_nonmembers=SHOTS, shots_members=MEMBER_SHOTS)[m]
+             for m in ("recall", "con_recall")}
+    calls = []
+    real = recall_module.condition
+    monkeypatch.setattr(recall_module, "condition", lambda lm, shots, stats, **kw: calls.append(tuple(shots)) or
+                        real(lm, shots, stats, **kw))
+    both = score_texts(llama_lm, TEXTS, ["recall", "con_recall"], shots_nonmembers=SHOTS, shots_members=MEMBER_SHOTS)
+    assert sorted(calls) == sorted([tuple(SHOTS), tuple(MEMBER_SHOTS)])  # each prefix once
+    for m in ("recall", "con_recall"):
+        np.testing.assert_array_equal(both[m].to_numpy(), alone[m].to_numpy())
+    calls.clear()
+    score_texts(llama_lm, TEXTS, ["recall", "con_recall"], shots_nonmembers=SHOTS, shots_members=MEMBER_SHOTS)
+    assert len(calls) == 2  # nothing kept from the last call: the shared work lives for one call
 
 
 def test_cached_prefix_equals_reencoding_it_per_text(llama_lm):

@@ -5,7 +5,7 @@ A **supervised** method: eight statistics of every LoRA-B gradient of the text's
 non-members of the same distribution. The score is the MLP's member log-odds (higher = member;
 the probability is in `details`): log-odds keep the ranking that saturated probabilities lose.
 Its parameters are the fit's (LoRA rank and scale, the A matrices' seed, max tokens); a fitted
-classifier carries them and scores with them. Deviation from the paper: none in the features; the
+classifier carries them and scores with them (one given when scoring is checked against them). Deviation from the paper: none in the features; the
 split is recorded.
 """
 from __future__ import annotations
@@ -23,25 +23,42 @@ from .classifier import GdsClassifier, as_classifier, fit_classifier
 from .features import GdsSettings, Progress, gradient_features
 
 
+#: The paper's feature settings, used by a fit that is not told otherwise.
+FIT_DEFAULTS = GdsSettings()
+
+
 @dataclass(frozen=True)
 class GdsParams:
-    """What the fitted features depend on besides the model (a fitted classifier keeps its own)."""
+    """The feature settings of a fit; None = the paper's default when fitting, the classifier's own when scoring (a
+    value given when scoring must be the classifier's: it is checked, never silently ignored)."""
 
-    r: int = param(16, "LoRA rank: rows of each gradient matrix", low=2, high=64, step=1, widget=False)
-    alpha: int = param(32, "LoRA scaling numerator (scale = alpha / r); it multiplies every gradient", low=1,
-                       high=256, step=1, widget=False)
-    seed: int = param(0, "seed of the random LoRA A matrices", widget=False)
-    max_tokens: int = param(512, "tokens per text for the gradients, boundary token included (the paper: 512; 256 "
-                                 "for WikiMIA)", low=2, high=4096, step=1)
+    lora_r: int | None = param(None, f"LoRA rank: rows of each gradient matrix (fit default {FIT_DEFAULTS.r})",
+                               low=2, high=64, step=1, widget=False)
+    lora_alpha: int | None = param(None, "LoRA scaling numerator (scale = alpha / r); it multiplies every gradient "
+                                         f"(fit default {FIT_DEFAULTS.alpha})", low=1, high=256, step=1, widget=False)
+    lora_seed: int | None = param(None, f"seed of the random LoRA A matrices (fit default {FIT_DEFAULTS.seed})",
+                                  widget=False)
+    max_tokens: int | None = param(None, "tokens per text for the gradients, boundary token included (fit default "
+                                         f"{FIT_DEFAULTS.max_tokens}, the paper's; 256 for WikiMIA)", low=2, high=4096,
+                                   step=1, widget=False)
 
     def __post_init__(self) -> None:
-        if not all(is_int(v) for v in (self.r, self.alpha, self.seed, self.max_tokens)):
+        given = [v for v in (self.lora_r, self.lora_alpha, self.lora_seed, self.max_tokens) if v is not None]
+        if not all(is_int(v) for v in given):
             raise ValueError(f"GDS parameters are integers (got {self})")
-        GdsSettings(self.r, self.alpha, self.seed, self.max_tokens)  # checks the ranges
+        self.settings("auto")  # checks the ranges
 
-    def settings(self, bos: str) -> GdsSettings:
-        """The feature settings under a BOS policy."""
-        return GdsSettings(self.r, self.alpha, self.seed, self.max_tokens, bos)
+    @property
+    def given(self) -> bool:
+        """Whether any setting was given (else a fitted classifier's own are used)."""
+        return any(v is not None for v in (self.lora_r, self.lora_alpha, self.lora_seed, self.max_tokens))
+
+    def settings(self, bos: str, base: GdsSettings = FIT_DEFAULTS) -> GdsSettings:
+        """The feature settings under a BOS policy, each unset one taken from `base`."""
+        return GdsSettings(base.r if self.lora_r is None else self.lora_r,
+                           base.alpha if self.lora_alpha is None else self.lora_alpha,
+                           base.seed if self.lora_seed is None else self.lora_seed,
+                           base.max_tokens if self.max_tokens is None else self.max_tokens, bos)
 
 
 def fit(lm: LanguageModel, texts: Sequence[str], labels, params: GdsParams, *, train: np.ndarray, split: dict,
@@ -61,8 +78,12 @@ def fit(lm: LanguageModel, texts: Sequence[str], labels, params: GdsParams, *, t
 
 
 def prepare(stats: list[TokenStats], params: GdsParams, *, lm: LanguageModel, classifier: GdsClassifier) -> list[float]:
-    """All texts' gradient features in batched backwards: each text's context is its member log-odds."""
-    return [float(v) for v in as_classifier(classifier).score_texts(lm, [s.text for s in stats])]
+    """All texts' gradient features in batched backwards: each text's context is its member log-odds. Settings
+    given as parameters must be the classifier's own."""
+    clf = as_classifier(classifier)
+    if params.given:
+        clf.check(lm, params.settings(clf.settings.bos, base=clf.settings))
+    return [float(v) for v in clf.score_texts(lm, [s.text for s in stats])]
 
 
 @register("gds", access=AccessNeeds(gradients=True, why="gradients of the text's loss through adapter weights"),

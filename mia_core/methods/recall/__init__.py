@@ -62,17 +62,25 @@ class ConRecallParams:
             raise ValueError(f"gamma must be a finite number ≥ 0 (got {self.gamma!r})")
 
 
-def conditioned(lm: LanguageModel, helpers: HelperTexts, n_shots: int, stats: list[TokenStats]) -> list[Conditioning]:
-    """Each text's conditioning on the first `n_shots` helper texts, batched against one prefix cache."""
-    return condition(lm, helpers.texts[:n_shots], stats)
+def conditioned(lm: LanguageModel, helpers: HelperTexts, n_shots: int, stats: list[TokenStats],
+                derived: dict | None = None) -> list[Conditioning]:
+    """Each text's conditioning on the first `n_shots` helper texts, batched against one prefix cache; done once per
+    scoring call when ReCaLL and Con-ReCall both need it (`derived`: the call's shared work)."""
+    shots = helpers.texts[:n_shots]
+    key = ("conditioned", lm.fingerprint, shots, tuple(st.text for st in stats), stats[0].bos_policy if stats else "")
+    if derived is None:
+        return condition(lm, shots, stats)
+    if key not in derived:
+        derived[key] = condition(lm, shots, stats)
+    return derived[key]
 
 
-def _prepare_recall(stats: list[TokenStats], params: RecallParams, *, lm: LanguageModel,
-                    shots_nonmembers) -> list[Conditioning | None]:
+def _prepare_recall(stats: list[TokenStats], params: RecallParams, *, lm: LanguageModel, shots_nonmembers,
+                    derived: dict) -> list[Conditioning | None]:
     """Every text's conditional pass in batches against one prefix cache (mode "ours"): each text's context."""
     if params.mode != "ours":
         return [None] * len(stats)
-    return conditioned(lm, as_helper_texts(shots_nonmembers, "shots_nonmembers"), params.n_shots, stats)
+    return conditioned(lm, as_helper_texts(shots_nonmembers, "shots_nonmembers"), params.n_shots, stats, derived)
 
 
 def _ratio(numerator: float, stats: TokenStats, m: int) -> tuple[float, float]:
@@ -134,10 +142,11 @@ def recall(stats: TokenStats, params: RecallParams, *, lm: LanguageModel, shots_
 
 
 def _prepare_con_recall(stats: list[TokenStats], params: ConRecallParams, *, lm: LanguageModel, shots_nonmembers,
-                        shots_members) -> list[tuple[Conditioning, Conditioning]]:
-    """Both prefixes' conditional passes, batched against their caches: each text's (non-member, member) pair."""
-    non = conditioned(lm, as_helper_texts(shots_nonmembers, "shots_nonmembers"), params.n_shots, stats)
-    mem = conditioned(lm, as_helper_texts(shots_members, "shots_members"), params.n_shots, stats)
+                        shots_members, derived: dict) -> list[tuple[Conditioning, Conditioning]]:
+    """Both prefixes' conditional passes, batched against their caches: each text's (non-member, member) pair (the
+    non-member one shared with ReCaLL in the same call)."""
+    non = conditioned(lm, as_helper_texts(shots_nonmembers, "shots_nonmembers"), params.n_shots, stats, derived)
+    mem = conditioned(lm, as_helper_texts(shots_members, "shots_members"), params.n_shots, stats, derived)
     return list(zip(non, mem))
 
 
