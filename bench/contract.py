@@ -4,7 +4,8 @@ Each case runs in a fresh interpreter with an empty statistics cache, the two tr
 the current checkout, and the package at `--before REV` (extracted with `git archive`). Cases: the single-pass
 methods; PAC (copies scored in `prepare`); ReCaLL and Con-ReCall together (prefix passes); grad_norm scored twice
 in one process (the second call shows what a removed memo cost). The script prints the median seconds of each
-case in each tree and their ratio (after ÷ before), and checks that both trees give the same scores.
+case in each tree and their ratio (after ÷ before), and whether both trees gave the same scores (to 10 decimals:
+under load the CPU's BLAS may round a forward pass differently from one process to the next, in either tree).
 
     .venv/bin/python bench/contract.py --before 9fa1a96 [--repeats 3] [--texts 20]
 """
