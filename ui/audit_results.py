@@ -161,7 +161,8 @@ def results_ui(run_id: str, analysis: AuditSettings) -> None:
                                 "seed": analysis.seed})
     result = cached_result(run_id, asdict(settings), results_store().progress(run_id)[0])
     st.subheader(f"Run {run_id}: {mia_core.METHODS[run['method']].label} on {md(run['model'])} ({run['backend']} backend)")
-    st.caption(f"{stored.snippet_words}-word snippets · parameters {md(run['params'])} · code {md(run['code_version'])} · "
+    params = ", ".join(f"{name}={value}" for name, value in run["params"].items()) or "the method's defaults"
+    st.caption(f"{stored.snippet_words}-word snippets · parameters {md(params)} · code {md(run['code_version'])} · "
                "change the threshold rule above to re-analyse without re-scoring")
     calibration_ui(result.calibration)
     books_ui(result, run)

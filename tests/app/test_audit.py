@@ -156,6 +156,8 @@ def test_demo_run_shows_verdicts_first_coloured_by_verdict_and_the_ground_truth(
     run_id = hand_scored_run(store_path, str(tiny_model_dir), read_books("demo-books")[0], manifest.to_dict())
     at = open_run(tiny_app, run_id)
 
+    shown_settings = next(c.value for c in at.caption if "word snippets · parameters" in c.value)
+    assert md("k=0.2") in shown_settings and "{" not in shown_settings  # NAME=VALUE, not a raw dict
     books = table_with(at, "verdict")
     assert list(books.columns[:2]) == ["verdict", "book"] and "ground_truth" not in books.columns
     shown = next(d for d in at.dataframe if "verdict" in d.value.columns)
