@@ -14,9 +14,9 @@ from mia_core.model.options import ModelRef
 from ui.audit_progress import cost_estimate_ui, progress_ui, results_store, runs_ui
 from ui.audit_results import results_ui
 from ui.jobs import job_state, public_message, session_folder, start_scoring
-from ui.models import allowed_methods, cached_model, drop_refused, refused_note
+from ui.models import cached_model, pick_one_method
 from ui.params import changed, param_widgets
-from ui.places import AUDIT_WORDS, AUDITS, label
+from ui.places import AUDIT_WORDS, AUDITS
 
 #: The method chosen on a first visit (where the model allows it): the Min-K%++ paper's best.
 FIRST_CHOSEN = "min_k_pp"
@@ -73,16 +73,9 @@ def settings_ui(spec: str | None) -> AuditSettings:
     """Method (one the model allows; book audits take one that needs only the statistics) and its parameters,
     snippet size and threshold rule."""
     c1, c2, c3 = st.columns(3)
-    offered = allowed_methods(spec, AUDITS.methods())
-    if not offered.allowed:
-        refused_note(offered.refused)
-        st.stop()
-    drop_refused("audit_method", offered.allowed)
-    method = c1.selectbox("Method", offered.allowed, key="audit_method", format_func=label,
-                          index=offered.allowed.index(FIRST_CHOSEN) if FIRST_CHOSEN in offered.allowed else 0)
+    method = pick_one_method(spec, AUDITS.methods(), "audit_method", c1, first=FIRST_CHOSEN)
     drawn = param_widgets([method], "audit", c1)
     params = changed(drawn, keep=["k"] if "k" in drawn[method] else [])  # as the CLI records them: the job id agrees
-    refused_note(offered.refused, c1)
     words = c2.number_input("Words per snippet", int(AUDIT_WORDS.low), int(AUDIT_WORDS.high), 512, 16,
                             key=AUDIT_WORDS.key,
                             help="The Min-K% book study uses 512; each snippet is truncated to the model's context.")

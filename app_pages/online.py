@@ -11,9 +11,9 @@ from mia_core.csv_safe import to_csv_safe
 from mia_core.heatmap import make_panel, panel_html
 from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.limits import MAX_REQUEST_CHARS, RequestTooLarge, check_request_chars
-from ui.models import allowed_methods, cached_model, cached_stats, drop_refused, refused_note
+from ui.models import cached_model, cached_stats, pick_one_method
 from ui.params import param_widgets
-from ui.places import AUDITS, ONLINE_SOURCE, label
+from ui.places import AUDITS, ONLINE_SOURCE
 from ui.windows import window_figure
 
 SOURCES = dict(zip(ONLINE_SOURCE.options, ("Paste or upload a text", "Two labelled passages",
@@ -57,14 +57,7 @@ def params_ui(spec: str | None) -> tuple[OnlineParams, dict]:
     """The window settings and the method (one the model allows, needing only the statistics) with its parameters:
     (settings, the method's parameters other than k, which the settings carry)."""
     c1, c2, c3, c4 = st.columns(4)
-    offered = allowed_methods(spec, AUDITS.methods())
-    if not offered.allowed:
-        refused_note(offered.refused)
-        st.stop()
-    drop_refused("online_method", offered.allowed)
-    method = c1.selectbox("Method", offered.allowed, key="online_method", format_func=label,
-                          index=offered.allowed.index(FIRST_CHOSEN) if FIRST_CHOSEN in offered.allowed else 0)
-    refused_note(offered.refused, c1)
+    method = pick_one_method(spec, AUDITS.methods(), "online_method", c1, first=FIRST_CHOSEN)
     window = int(c2.number_input("Window (tokens)", 4, 1024, 32, key="online_window", help="The paper: 32."))
     stride = int(c3.number_input("Stride (tokens)", 1, window, window,
                                  help="Tokens between window starts; equal to the window: no overlap (the paper)."))

@@ -12,7 +12,7 @@ from mia_core.csv_safe import to_csv_safe
 from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.limits import MAX_REQUEST_CHARS, MAX_UPLOAD_FILES, RequestTooLarge, check_request_chars, check_upload_set
 from ui.jobs import public_message
-from ui.models import BUILT_IN, allowed_methods, cached_model, drop_refused, refused_note
+from ui.models import BUILT_IN, cached_model, pick_one_method
 from ui.params import param_widgets, shown
 from ui.places import AUDITS, UNLEARN_SOURCE, UNLEARN_WORDS, label
 from ui.windows import ratio_figure
@@ -89,15 +89,8 @@ def params_ui(spec: str | None) -> tuple[UnlearningParams, dict]:
     c1, c2, c3, c4 = st.columns(4)
     words = c1.number_input("Words per chunk", int(UNLEARN_WORDS.low), int(UNLEARN_WORDS.high), 512,
                             key=UNLEARN_WORDS.key, help="The paper: 512.")
-    offered = allowed_methods(spec, AUDITS.methods())
-    if not offered.allowed:
-        refused_note(offered.refused)
-        st.stop()
-    drop_refused("unlearn_method", offered.allowed)
-    method = c2.selectbox("Method", offered.allowed, key="unlearn_method", format_func=label,
-                          index=offered.allowed.index(FIRST_CHOSEN) if FIRST_CHOSEN in offered.allowed else 0,
-                          help="The paper: Min-K% Prob. The ratio needs scores of one sign (Min-K%, loss, zlib).")
-    refused_note(offered.refused, c2)
+    method = pick_one_method(spec, AUDITS.methods(), "unlearn_method", c2, first=FIRST_CHOSEN,
+                             help="The paper: Min-K% Prob. The ratio needs scores of one sign (Min-K%, loss, zlib).")
     values = param_widgets([method], "unlearn", c3)[method]
     k = values.pop("k", UnlearningParams.k)
     band = c4.number_input("Band", 1.01, 3.0, 1.15, 0.01, key="unlearn_band",

@@ -15,6 +15,7 @@ import mia_core
 from mia_core import LanguageModel, TokenStats
 from mia_core.api import Allowed, methods_allowed
 from ui.jobs import public_message
+from ui.places import label
 
 BUILT_IN = {
     "demo": "SmolLM2-135M — embedded, offline",
@@ -128,6 +129,21 @@ def refused_note(refused: dict[str, str], container=None) -> None:
     with box.expander(f"Not available for this model: {', '.join(mia_core.METHODS[m].label for m in refused)}"):
         for why in refused.values():
             st.caption(why)
+
+
+def pick_one_method(spec: str | None, methods: Sequence[str], key: str, box, *, first: str,
+                    help: str | None = None) -> str:
+    """The one method a page runs, picked in `box` among those the model allows (`first` chosen at the start), with
+    the refused ones and why under it; with none allowed the page says why and stops."""
+    offered = allowed_methods(spec, methods)
+    if not offered.allowed:
+        refused_note(offered.refused)
+        st.stop()
+    drop_refused(key, offered.allowed)
+    method = box.selectbox("Method", offered.allowed, key=key, format_func=label,
+                           index=offered.allowed.index(first) if first in offered.allowed else 0, help=help)
+    refused_note(offered.refused, box)
+    return method
 
 
 def drop_refused(key: str, offered: Sequence[str]) -> None:
