@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mia_core import datasets
-from mia_core.api import HELPER_NEEDS, NEEDS, MethodSpec, get_method
+from mia_core.api import HELPER_NEEDS, MODEL_NEEDS, NEEDS, MethodSpec, get_method
 from mia_core.methods import METHODS
 from ui.params import merged
 
@@ -41,12 +41,10 @@ class Place:
         return [name for name in self.methods() if METHODS[name].stats_only]
 
 
-#: The target model's own passes: its statistics, passes on texts of a method's making, the lowercased text.
-PASSES = ("stats", "lm", "lowercase_stats")
 #: Explore and Benchmark run the target again and take helper texts; supervised methods are fitted on Benchmark
 #: (Explore offers them once fitted there).
-EXPLORE = Place("Explore", (*PASSES, *HELPER_NEEDS), fits=True)
-BENCHMARK = Place("Benchmark", (*PASSES, *HELPER_NEEDS), fits=True)
+EXPLORE = Place("Explore", (*MODEL_NEEDS, *HELPER_NEEDS), fits=True)
+BENCHMARK = Place("Benchmark", (*MODEL_NEEDS, *HELPER_NEEDS), fits=True)
 #: The audits score every snippet, chunk or window with one pass of the model.
 AUDITS = Place("Audits (books, unlearning, long texts)", ("stats",))
 #: `mia` takes a reference model, a frequency table and a fitted classifier too.

@@ -25,6 +25,9 @@ NEEDS = {
     "reference": "a reference population of known non-members of the same kind (`reference=`; never scored texts)",
 }
 
+#: Needs the target model alone meets: its statistics, passes on texts of a method's making, the lowercased text.
+MODEL_NEEDS = ("stats", "lm", "lowercase_stats")
+
 #: Needs met by helper texts: known members or non-members a method uses as context or as a reference.
 HELPER_NEEDS = ("shots_nonmembers", "shots_members", "reference")
 

@@ -14,7 +14,7 @@ from typing import List, Optional
 
 import typer
 
-from ..api import NEED_WORDS
+from ..api import MODEL_NEEDS, NEED_WORDS
 from ..heatmap import heatmap_document, make_panel
 from ..inputs.documents import MAX_UPLOAD_BYTES, document_text
 from ..methods import get_method, methods_allowed, methods_for
@@ -27,8 +27,6 @@ from .options import BosOpt, KOpt, ModelOpt, ParamOpt, check_options, method_nam
 
 commands = typer.Typer()
 
-#: What the target model itself supplies: `mia heatmap` draws the methods that need nothing else.
-MODEL_NEEDS = ("stats", "lm", "lowercase_stats")
 #: The scales offered here (the reference scale needs known non-member texts: Explore offers it).
 CLI_SCALES = ("fixed", "text")
 

@@ -8,6 +8,7 @@ from typing import List, Optional
 import pandas as pd
 import typer
 
+from ..api import MODEL_NEEDS
 from ..methods import get_method
 from ..model.language_model import LanguageModel
 from ..model.options import ModelOptions
@@ -30,14 +31,11 @@ reference_app = typer.Typer(no_args_is_help=True, help="Reference sets: known no
                             "(mia score --reference).")
 commands.add_typer(reference_app, name="reference")
 
-#: What a method may need to be kept in a reference set: its score depends on the text and the model(s) alone.
-REFERENCE_NEEDS = {"stats", "lm", "lowercase_stats"}
-
 
 def check_reference_methods(names: list[str]) -> None:
     """Refuse methods whose scores depend on more than the text and model (helper texts, a classifier, extra models)."""
     for name in names:
-        extra = set(get_method(name).needs) - REFERENCE_NEEDS
+        extra = set(get_method(name).needs) - set(MODEL_NEEDS)
         if extra:
             fail(f"method {name} needs {', '.join(sorted(extra))}: a reference set keeps only methods scored from "
                  "the text and the target model alone")
