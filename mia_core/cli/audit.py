@@ -17,7 +17,7 @@ from ..runs.ray_driver import WorkerError
 from ..runs.store import ResultsStore
 from .app import fail
 from .groups import Backend, load, option_groups
-from .options import BosOpt, FreqOpt, KOpt, ModelOpt, ParamOpt, check_options, parse_params, users
+from .options import BosOpt, FreqOpt, KOpt, ModelOpt, ParamOpt, check_options, method_inputs, parse_params
 from .progress import progress_bar
 
 commands = typer.Typer()
@@ -73,11 +73,7 @@ def audit_books_cmd(
     params = {"k": k} if "k" in spec.param_names else {}
     params.update(parse_params(param, [method]))
     spec.make_params(**params)  # rejects bad values early
-    if "freq" in spec.needs and freq is None:
-        fail(f"method {method} needs --freq (build one with: mia freq build)")
-    if freq is not None:
-        if "freq" not in spec.needs:
-            fail(f"--freq is used by {', '.join(users('freq'))} only (not by {method})")
+    if method_inputs([method], params, ref_model=None, freq=freq, options=options).get("freq") is not None:
         if not freq.is_file():
             fail(f"--freq: no such file: {freq}")
         params["freq"] = str(freq.resolve())  # an input, carried in the job (Ray workers read the same path)
