@@ -82,5 +82,4 @@ def given_fit(method: str, inputs: dict) -> Any | None:
     spec = get_method(method)
     if spec.supervised is None or inputs.get(spec.supervised.fits) is None:
         return None
-    value = inputs[spec.supervised.fits]
-    return spec.supervised.load(value) if isinstance(value, (str, bytes)) or hasattr(value, "__fspath__") else value
+    return spec.supervised.resolve(inputs[spec.supervised.fits])

@@ -82,6 +82,10 @@ class Supervised:
     fit: Callable[..., Any]
     load: Callable[[Any], Any]
 
+    def resolve(self, value: Any) -> Any:
+        """A fitted value given as such, or as the folder it was saved in (then loaded)."""
+        return self.load(value) if isinstance(value, (str, bytes)) or hasattr(value, "__fspath__") else value
+
 
 @dataclass(frozen=True)
 class MethodSpec:

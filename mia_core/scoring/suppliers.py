@@ -103,10 +103,8 @@ def fitted(need: str) -> Callable[[Request], Any]:
     """A fitted value (e.g. a classifier), given as such or as the folder it was saved in (loaded by the method)."""
     def supply(req: Request) -> Any:
         value = req.require(need, f"{need}= (fitted on labelled data)", need)
-        if isinstance(value, (str, Path)):
-            spec = next(s for s in req.specs if s.supervised is not None and s.supervised.fits == need)
-            return spec.supervised.load(value)
-        return value
+        spec = next(s for s in req.specs if s.supervised is not None and s.supervised.fits == need)
+        return spec.supervised.resolve(value)
     return supply
 
 
