@@ -71,9 +71,8 @@ def fit(lm: LanguageModel, texts: Sequence[str], labels, params: GdsParams, *, t
     rows = np.arange(len(texts)) if score_all else np.asarray(train)
     features = gradient_features(lm, [texts[i] for i in rows], params.settings(bos), batch_tokens=batch_tokens,
                                  progress=progress)
-    at = {int(row): i for i, row in enumerate(rows)}
-    clf = fit_classifier(features[[at[int(i)] for i in train]], y[train], lm, settings=params.settings(bos), seed=seed,
-                         split=split)
+    train_features = features[train] if score_all else features  # rows are every text, or the training rows
+    clf = fit_classifier(train_features, y[train], lm, settings=params.settings(bos), seed=seed, split=split)
     return clf, (clf.log_odds(features) if score_all else None)
 
 
