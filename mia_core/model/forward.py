@@ -8,6 +8,7 @@ model's own logits are reduced chunk-wise.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -27,8 +28,16 @@ PLAIN_HEAD_TYPES = frozenset(
 #: Rows of logits computed per head matmul: the head's weight (vocab × hidden) is streamed once per
 #: chunk, so chunks must be large; the scratch is bounded by rows × vocab × 4 bytes (100 MB at 49k).
 HEAD_CHUNK_ROWS = 512
+#: … and on the CPU, more rows where the vocabulary is narrower, up to the same scratch (512 rows at 49,152).
+HEAD_CHUNK_ELEMENTS = HEAD_CHUNK_ROWS * 49152
 #: Rows reduced at once: small enough for the float32 temporaries to stay in the CPU's cache.
 REDUCE_CHUNK_ROWS = 64
+#: … and more rows where the vocabulary is narrower (64 rows at 49,152): each of the reduction's dozen tensor
+#: operations costs microseconds of dispatch, which dominated the reduction of narrow vocabularies.
+REDUCE_CHUNK_ELEMENTS = REDUCE_CHUNK_ROWS * 49152
+#: The statistics a batch yields: floating-point ones (float32; float64 for float64 models), then the integer ones.
+FLOAT_STATS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
+INT_STATS = ("top1_id", "rank")
 #: On CUDA, float32 logits per head chunk (1 GiB of scratch): big matmuls, few launches.
 CUDA_HEAD_CHUNK_ELEMENTS = 1 << 28
 #: A batch that holds a quarter of its budget takes no text shorter than this share of its width
@@ -98,7 +107,7 @@ def stats_head(head: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
 def head_chunk_rows(device: torch.device, vocab: int) -> int:
     """Rows of logits per head matmul: `HEAD_CHUNK_ROWS` on CPU, about 1 GiB of float32 logits on CUDA."""
     if device.type != "cuda":
-        return HEAD_CHUNK_ROWS
+        return max(HEAD_CHUNK_ROWS, HEAD_CHUNK_ELEMENTS // max(1, vocab))
     return max(HEAD_CHUNK_ROWS, min(16384, CUDA_HEAD_CHUNK_ELEMENTS // max(1, vocab)))
 
 
@@ -138,7 +147,10 @@ def reduce_rows(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.
         logits = logits.float()
     if USE_FUSED_REDUCTION and logits.dtype == torch.float32 and fused_available(logits.device):
         return fused_reduce(logits, targets)
-    step = REDUCE_CHUNK_ROWS if logits.device.type == "cpu" else max(REDUCE_CHUNK_ROWS, logits.shape[0] // 4)
+    if logits.device.type == "cpu":
+        step = max(REDUCE_CHUNK_ROWS, REDUCE_CHUNK_ELEMENTS // max(1, logits.shape[1]))
+    else:
+        step = max(REDUCE_CHUNK_ROWS, logits.shape[0] // 4)
     parts: dict[str, list[torch.Tensor]] = {}
     for sub in range(0, logits.shape[0], step):
         for key, value in reduce_logits(logits[sub : sub + step], targets[sub : sub + step]).items():
@@ -148,13 +160,46 @@ def reduce_rows(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.
 
 def pad_right(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask) of sequences right-padded with `pad_id` to the longest, both (b, width) int64."""
-    width = max(map(len, seqs))
-    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for b, seq in enumerate(seqs):
-        ids[b, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        mask[b, : len(seq)] = 1
+    ids, mask = _padded(seqs, pad_id)
+    return torch.from_numpy(ids), torch.from_numpy(mask.astype(np.int64))
+
+
+def _padded(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids (b, width) int64, mask (b, width) bool) of right-padded sequences, filled in one scatter (no loop per row)."""
+    lengths = np.fromiter(map(len, seqs), np.int64, len(seqs))  # (b,)
+    width = int(lengths.max())
+    mask = np.arange(width)[None, :] < lengths[:, None]  # (b, width)
+    ids = np.full((len(seqs), width), pad_id, dtype=np.int64)
+    ids[mask] = np.fromiter(itertools.chain.from_iterable(seqs), np.int64, int(lengths.sum()))
     return ids, mask
+
+
+@dataclass(frozen=True)
+class BatchArrays:
+    """One padded batch on the host: what the model is fed and which positions are scored.
+
+    ids, mask : (b, width) int64, right-padded. rows : (n,) flat (b·width) indices of the positions whose
+    logits are reduced, segment by segment; targets : (n,) the true next token of each such position.
+    counts : (b,) scored tokens per segment, to split the batch's statistics again.
+    """
+
+    ids: np.ndarray
+    mask: np.ndarray
+    rows: np.ndarray
+    targets: np.ndarray
+    counts: np.ndarray
+
+
+def batch_arrays(segments: Sequence[Segment], pad_id: int = 0) -> BatchArrays:
+    """The padded batch of these segments, built with array operations over the whole batch."""
+    ids, mask = _padded([seg.ids for seg in segments], pad_id)
+    lengths = mask.sum(axis=1)  # (b,)
+    starts = np.fromiter((seg.score_from for seg in segments), np.int64, len(segments))  # (b,)
+    cols = np.arange(ids.shape[1])[None, :]
+    # the logits at position t-1 predict token t: positions score_from-1 … len-2 of each row
+    scored = (cols >= starts[:, None] - 1) & (cols < lengths[:, None] - 1)  # (b, width)
+    rows = np.flatnonzero(scored)
+    return BatchArrays(ids, mask.astype(np.int64), rows, ids.reshape(-1)[rows + 1], scored.sum(axis=1))
 
 
 def pack_batches(segments: list[Segment], batch_tokens: int) -> list[list[int]]:
@@ -185,45 +230,13 @@ def pack_lengths(lengths: Sequence[int], batch_tokens: int, *, min_fill: float =
 
 
 @torch.inference_mode()
-def run_segments(
-    model: nn.Module,
-    segments: list[Segment],
-    *,
-    batch_tokens: int,
-    pad_id: int = 0,
-    progress: Progress | None = None,
-) -> list[dict[str, np.ndarray]]:
-    """Statistics of the scored tokens of every segment, in segment order."""
-    device = next(model.parameters()).device
-    split = plain_head(model)
-    results: list[dict[str, np.ndarray] | None] = [None] * len(segments)
-    total = sum(len(s.ids) for s in segments)
-    done = 0
-    for batch in pack_batches(segments, batch_tokens):
-        segs = [segments[i] for i in batch]
-        width = len(segs[0].ids)
-        input_ids, mask = pad_right([seg.ids for seg in segs], pad_id)
-        rows, targets = [], []
-        for b, seg in enumerate(segs):
-            # the logits at position t-1 predict token t
-            rows.append(torch.arange(seg.score_from - 1, len(seg.ids) - 1) + b * width)
-            targets.append(torch.tensor(seg.ids[seg.score_from:], dtype=torch.long))
-        rows_t = torch.cat(rows).to(device)
-        targets_t = torch.cat(targets).to(device)
-        stats = _batch_stats(model, split, input_ids.to(device), mask.to(device), rows_t, targets_t)
-        start = 0
-        for i, seg in zip(batch, segs):
-            n = len(seg.ids) - seg.score_from
-            results[i] = {k: v[start : start + n] for k, v in stats.items()}
-            start += n
-        done += sum(len(s.ids) for s in segs)
-        if progress is not None:
-            progress(done, total)
-    return results  # type: ignore[return-value]
+def batch_stats(model: nn.Module, split, input_ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
+                targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reduce one padded batch to statistics of the selected rows (flattened (batch·T) indices), on its device.
 
-
-def _batch_stats(model, split, input_ids, mask, rows, targets) -> dict[str, np.ndarray]:
-    """Reduce one padded batch to statistics of the selected rows (flattened (batch·T) indices)."""
+    Returns (floats (len(FLOAT_STATS), rows), ints (len(INT_STATS), rows) int64): two tensors, so that the host
+    fetches a batch's statistics in two copies, which it may start without waiting (nothing here synchronises).
+    """
     if split is not None:
         backbone, head = split
         hidden = backbone(input_ids=input_ids, attention_mask=mask, use_cache=False)[0]  # (b, T, H)
@@ -243,6 +256,8 @@ def _batch_stats(model, split, input_ids, mask, rows, targets) -> dict[str, np.n
         for key, value in reduce_rows(logits, targets[begin : begin + step]).items():
             parts.setdefault(key, []).append(value)
     if not parts:  # a batch with nothing to score (one-token texts)
-        empty = {k: np.empty(0, np.float32) for k in ("logprob", "mu", "sigma", "top1_logprob", "entropy")}
-        return {**empty, "top1_id": np.empty(0, np.int64), "rank": np.empty(0, np.int64)}
-    return {k: torch.cat(v).cpu().numpy() for k, v in parts.items()}
+        float_dtype = stats_dtype(next(model.parameters()).dtype)
+        return (torch.empty((len(FLOAT_STATS), 0), dtype=float_dtype, device=input_ids.device),
+                torch.empty((len(INT_STATS), 0), dtype=torch.int64, device=input_ids.device))
+    joined = {k: torch.cat(v) for k, v in parts.items()}
+    return torch.stack([joined[k] for k in FLOAT_STATS]), torch.stack([joined[k] for k in INT_STATS])

@@ -7,7 +7,7 @@ and cache the result on disk.
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -17,7 +17,8 @@ from ..api.access import FULL_ACCESS, ModelAccess
 from ..api.token_stats import TokenStats
 from ..paths import cache_root
 from .boundary import boundary_token_id
-from .forward import Segment, run_segments, split_windows
+from .forward import Segment, split_windows
+from .pipeline import iter_batches
 from .identity import tokenizer_fingerprint
 from .policy import StatsPolicy
 from .stats_cache import StatsCache
@@ -97,6 +98,7 @@ class LanguageModel:
         long_text: str = "sliding",
         cache: bool = True,
         batch_tokens: int | None = None,
+        on_stats: Callable[[int, TokenStats], None] | None = None,
     ) -> list[TokenStats]:
         """Per-token statistics of every text, in input order.
 
@@ -108,6 +110,9 @@ class LanguageModel:
             tokens ("truncate"); `TokenStats.long_text` says which happened.
         cache : read and write the on-disk statistics cache.
         batch_tokens : padded tokens per batch (default: 4096 on CPU, from free memory on CUDA).
+        on_stats : called as on_stats(index, statistics) once per text as soon as its statistics are ready (cached
+            texts first, then in the order their batches finish): on CUDA it runs while the device computes the
+            next batch, so work per text done there costs no device time (`mia_core.score_texts` scores so).
         """
         StatsPolicy(bos, long_text)  # validates both, naming the closest valid value
         texts = [str(t) for t in texts]
@@ -116,22 +121,31 @@ class LanguageModel:
         keys = [self.stats_cache.key(model_key, t) for t in texts] if cache else []
         out: list[TokenStats | None] = [self.stats_cache.get(k, t) for k, t in zip(keys, texts)] if cache else [None] * len(texts)
         todo = [i for i, s in enumerate(out) if s is None]
+        if on_stats is not None:
+            for i, stats in enumerate(out):
+                if stats is not None:
+                    on_stats(i, stats)
         if todo:
-            computed = self._compute([texts[i] for i in todo], bos, long_text, progress, batch_tokens)
-            for i, stats in zip(todo, computed):
+            for j, stats in self._compute([texts[i] for i in todo], bos, long_text, progress, batch_tokens):
+                i = todo[j]
                 out[i] = stats
                 if cache:
                     self.stats_cache.put(keys[i], stats)
+                if on_stats is not None:
+                    on_stats(i, stats)
         elif progress is not None:  # all cached: done, counted in the same unit (tokens)
             tokens = max(1, sum(len(s.tokens) for s in out if s is not None))
             progress(tokens, tokens)
         return out  # type: ignore[return-value]
 
-    def _compute(self, texts, bos, long_text, progress, batch_tokens) -> list[TokenStats]:
-        """Tokenise, window and run the model on texts that were not cached."""
+    def _compute(self, texts, bos, long_text, progress, batch_tokens) -> Iterator[tuple[int, TokenStats]]:
+        """Tokenise, window and run the model on texts that were not cached: (index, statistics) of each text as
+        soon as its last window's batch finishes (texts with nothing to score first)."""
         boundary = self._boundary if bos == "auto" else None
+        boundary_str = self.tokenizer.convert_ids_to_tokens(boundary) if boundary is not None else None
         encodings = self._encode_many(texts)
         segments: list[Segment] = []
+        slots: list[int] = []  # each segment's window number within its text
         flags = []
         for owner, (ids, _) in enumerate(encodings):
             full = self._with_boundary(ids, bos)
@@ -145,29 +159,27 @@ class LanguageModel:
                 windows, flag = self.window_plan(len(full), self.max_length, self.max_length // 2), "sliding"
             flags.append(flag)
             segments += [Segment(owner, full[a:b], s) for a, b, s in windows]
-        seg_stats = self._run(segments, batch_tokens, progress)
-        per_text: list[list[dict]] = [[] for _ in texts]
-        for seg, stats in zip(segments, seg_stats):
-            per_text[seg.owner].append(stats)
-        boundary_str = self.tokenizer.convert_ids_to_tokens(boundary) if boundary is not None else None
-        return [
-            self._assemble(text, encodings[i], parts, bos, boundary_str, flags[i])
-            for i, (text, parts) in enumerate(zip(texts, per_text))
-        ]
-
-    def _run(self, segments, batch_tokens, progress) -> list[dict]:
-        """Run the segments; on a CUDA out-of-memory error halve the token budget and retry."""
+            slots += range(len(windows))
+        missing = [0] * len(texts)  # windows of each text not back yet
+        for seg in segments:
+            missing[seg.owner] += 1
+        parts: list[list] = [[None] * n for n in missing]
+        for i, text in enumerate(texts):
+            if not missing[i]:
+                yield i, self._assemble(text, encodings[i], [], bos, boundary_str, flags[i])
         budget = batch_tokens or self._auto_batch_tokens()
-        pad_id = self.pad_id
-        while True:
-            try:
-                self.last_batch_tokens = budget
-                return run_segments(self.model, segments, batch_tokens=budget, pad_id=pad_id, progress=progress)
-            except torch.cuda.OutOfMemoryError:
-                if budget <= self.max_length:
-                    raise
-                torch.cuda.empty_cache()
-                budget = max(self.max_length, budget // 2)
+        self.last_batch_tokens = budget
+        for batch in iter_batches(self.model, segments, batch_tokens=budget, pad_id=self.pad_id, progress=progress,
+                                  min_batch_tokens=self.max_length):
+            self.last_batch_tokens = batch.budget
+            for k, stats in zip(batch.indices, batch.stats):
+                owner = segments[k].owner
+                parts[owner][slots[k]] = stats
+                missing[owner] -= 1
+                if not missing[owner]:
+                    yield owner, self._assemble(texts[owner], encodings[owner], parts[owner], bos, boundary_str,
+                                                flags[owner])
+                    parts[owner] = []  # the batch's arrays are copied into the text's own: let them go
 
     def fed_ids(self, text: str, bos: str = "auto") -> list[int]:
         """The ids the statistics pass feeds for a whole text (before windowing); it scores `fed_ids[1:]`."""
@@ -256,7 +268,7 @@ class LanguageModel:
         inter = getattr(cfg, "intermediate_size", None) or 4 * hidden
         elem = torch.finfo(self.dtype).bits // 8
         # live activations of one layer per token (attention runs fused: memory linear in T);
-        # an out-of-memory error halves the budget and retries (`_run`)
+        # an out-of-memory error halves the budget and retries (`mia_core.model.pipeline`)
         per_token = elem * (8 * hidden + 4 * inter)
         return int(min(max(free * 0.5 // per_token, self.max_length), 1 << 17))
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from mia_core.model import forward, language_model
+from mia_core.model import forward, language_model, pipeline
 from mia_core.model.language_model import LanguageModel
 
 from tests.support.tiny import random_texts
@@ -60,25 +60,67 @@ def test_cuda_budget_counts_memory_the_allocator_holds_but_does_not_use(llama_lm
     assert llama_lm._auto_batch_tokens() == int(192 * mib * 0.5 // per_token) < 1 << 17
 
 
-def test_out_of_memory_halves_the_budget_and_gives_the_same_numbers(llama_lm, monkeypatch):
-    texts = random_texts(12, seed=5, min_words=4, max_words=40)
-    fits = 512
-    real_run = language_model.run_segments
-    asked = []
+def failing_above(monkeypatch, padded_tokens: int):
+    """Make every batch of more than `padded_tokens` fail, when it is launched, as a CUDA out-of-memory error
+    would; returns the padded sizes of the batches that ran."""
+    real = pipeline.batch_stats
+    ran = []
 
-    def run_segments(model, segments, *, batch_tokens, **kwargs):
-        asked.append(batch_tokens)
-        if batch_tokens > fits:
+    def batch_stats(model, split, input_ids, *args):
+        if input_ids.numel() > padded_tokens:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
-        return real_run(model, segments, batch_tokens=batch_tokens, **kwargs)
+        ran.append(input_ids.numel())
+        return real(model, split, input_ids, *args)
 
-    monkeypatch.setattr(language_model, "run_segments", run_segments)
+    monkeypatch.setattr(pipeline, "batch_stats", batch_stats)
+    return ran
+
+
+def test_out_of_memory_halves_the_budget_and_gives_the_same_numbers(llama_lm, monkeypatch):
+    texts = random_texts(40, seed=5, min_words=4, max_words=40)
+    fits = 600
+    segments = [forward.Segment(i, llama_lm.fed_ids(t), 1) for i, t in enumerate(texts)]
+    # the largest halving of 4096 whose batches all fit (and not below the context, where halving stops)
+    expected = next(b for b in (4096 >> n for n in range(12))
+                    if all(len(batch) * len(segments[batch[0]].ids) <= fits
+                           for batch in forward.pack_batches(segments, b)))
+    assert llama_lm.max_length <= expected < 4096
+    ran = failing_above(monkeypatch, fits)
     halved = llama_lm.token_stats(texts, cache=False, batch_tokens=4096)
-    assert asked == [4096, 2048, 1024, 512] and llama_lm.last_batch_tokens == 512
-    direct = llama_lm.token_stats(texts, cache=False, batch_tokens=512)
+    assert llama_lm.last_batch_tokens == expected and max(ran) <= fits
+    monkeypatch.undo()
+    direct = llama_lm.token_stats(texts, cache=False, batch_tokens=expected)
     for a, b in zip(halved, direct):
+        assert a.text == b.text
         for name in FIELDS:
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_out_of_memory_after_some_batches_keeps_them_and_scores_the_rest(llama_lm, monkeypatch):
+    texts = random_texts(40, seed=6, min_words=4, max_words=40)
+    whole = llama_lm.token_stats(texts, cache=False, batch_tokens=4096)
+    one_at_a_time = [llama_lm.token_stats([t], cache=False)[0] for t in texts]
+    real, calls = pipeline.batch_stats, []
+
+    def second_batch_fails_once(*args):
+        calls.append(args[2].shape)
+        if len(calls) == 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(*args)
+
+    monkeypatch.setattr(pipeline, "batch_stats", second_batch_fails_once)
+    got = llama_lm.token_stats(texts, cache=False, batch_tokens=1024)
+    segments = [forward.Segment(i, llama_lm.fed_ids(t), 1) for i, t in enumerate(texts)]
+    at_1024, first = forward.pack_batches(segments, 1024), calls[0]
+    assert len(at_1024) > 2 and llama_lm.last_batch_tokens == 512
+    # the first batch was kept: the rest was packed again at 512, and nothing ran twice
+    rest = forward.pack_batches([s for n, s in enumerate(segments) if n not in at_1024[0]], 512)
+    assert first == (len(at_1024[0]), len(segments[at_1024[0][0]].ids)) and len(calls) == 2 + len(rest)
+    assert [s.text for s in got] == texts
+    for a, b, c in zip(got, whole, one_at_a_time):  # batch shapes differ: float32 rounding, as batched vs alone
+        for name in FIELDS:
+            np.testing.assert_allclose(getattr(a, name), getattr(c, name), rtol=0, atol=1e-4)
+            np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=0, atol=1e-4)
 
 
 def test_batched_tokenisation_equals_one_call_per_text(llama_lm):

@@ -1,0 +1,145 @@
+"""The statistics pass as a bounded pipeline over batches: the device never waits for the host's work per text.
+
+Batches are packed as `forward.pack_batches` says, then each is *launched* (padded on the host, copied to the
+device without waiting, the forward pass and the reduction queued, the statistics copied back into pinned host
+memory, an event recorded) and later *finished* (wait for its event, split the statistics per segment). On CUDA
+the next batch is launched before the host waits for the current one, so everything the caller does with a
+finished batch — assembling `TokenStats`, cache writes, the methods — runs while the device computes the next
+one. On the CPU a batch is finished as soon as it is launched: the same order and the same numbers, no overlap
+to gain. At most `LOOKAHEAD` batches wait on the device beyond the one being finished, so memory stays bounded:
+a waiting batch holds only its statistics (a few floats per token), never its activations or logits.
+
+A CUDA out-of-memory error while a batch is launched halves the token budget: what was launched before it is
+finished and kept, and the segments not yet finished are packed again at the smaller budget.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+from torch import nn
+
+from .forward import FLOAT_STATS, INT_STATS, Segment, batch_arrays, batch_stats, pack_batches, plain_head
+
+#: Batches launched on a CUDA device beyond the one the host is finishing (1: the device always has the next).
+LOOKAHEAD = 1
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class FinishedBatch:
+    """The statistics of one batch's segments: `stats[j]` belongs to `segments[indices[j]]`; `budget` is the
+    token budget the batch was packed under (smaller than asked after out-of-memory halving)."""
+
+    indices: list[int]
+    stats: list[dict[str, np.ndarray]]
+    budget: int
+
+
+@dataclass
+class _Launched:
+    """A batch whose work is queued on the device: its statistics land in `floats`/`ints` once `ready` passed."""
+
+    indices: list[int]
+    counts: np.ndarray  # (b,) scored tokens per segment
+    fed: int  # tokens fed (for progress)
+    floats: torch.Tensor  # (len(FLOAT_STATS), rows), on the host
+    ints: torch.Tensor  # (len(INT_STATS), rows), on the host
+    ready: torch.cuda.Event | None
+
+
+def _to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """A host array on the device; on CUDA through pinned memory without waiting (the copy is queued in order)."""
+    tensor = torch.from_numpy(array)
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
+
+
+def _to_host(tensor: torch.Tensor) -> torch.Tensor:
+    """A device tensor's copy on the host; on CUDA into pinned memory, queued (valid once the batch's event passed)."""
+    if tensor.device.type != "cuda":
+        return tensor.cpu()
+    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    return host.copy_(tensor, non_blocking=True)
+
+
+def _launch(model: nn.Module, split, segments: list[Segment], indices: list[int], pad_id: int,
+            device: torch.device) -> _Launched:
+    """Queue one batch's forward pass, reduction and copy back; on CUDA this returns before the device is done."""
+    arrays = batch_arrays([segments[i] for i in indices], pad_id)
+    inputs = [_to_device(a, device) for a in (arrays.ids, arrays.mask, arrays.rows, arrays.targets)]
+    floats, ints = batch_stats(model, split, *inputs)
+    ready = None
+    floats, ints = _to_host(floats), _to_host(ints)
+    if device.type == "cuda":
+        ready = torch.cuda.Event()
+        ready.record()
+    return _Launched(indices, arrays.counts, int(arrays.mask.sum()), floats, ints, ready)
+
+
+def _finish(job: _Launched) -> list[dict[str, np.ndarray]]:
+    """Wait for a launched batch and split its statistics per segment (views of the batch's arrays)."""
+    if job.ready is not None:
+        job.ready.synchronize()
+    bounds = np.cumsum(job.counts)[:-1]
+    floats = [np.split(row, bounds) for row in job.floats.numpy()]
+    ints = [np.split(row, bounds) for row in job.ints.numpy()]
+    return [{**{k: floats[n][j] for n, k in enumerate(FLOAT_STATS)}, **{k: ints[n][j] for n, k in enumerate(INT_STATS)}}
+            for j in range(len(job.indices))]
+
+
+@torch.inference_mode()
+def iter_batches(
+    model: nn.Module,
+    segments: list[Segment],
+    *,
+    batch_tokens: int,
+    pad_id: int = 0,
+    progress: Progress | None = None,
+    min_batch_tokens: int = 1,
+) -> Iterator[FinishedBatch]:
+    """Statistics of the scored tokens of every segment, batch by batch as the batches finish (longest first).
+
+    Every segment is in exactly one `FinishedBatch`. On a CUDA out-of-memory error the budget is halved (not below
+    `min_batch_tokens`; at it, the error is raised) and the unfinished segments are packed again.
+    progress : called as progress(tokens fed so far, all tokens) after each batch.
+    """
+    device = next(model.parameters()).device
+    split = plain_head(model)
+    lookahead = LOOKAHEAD if device.type == "cuda" else 0
+    total = sum(len(s.ids) for s in segments)
+    finished: set[int] = set()
+    done, budget, left = 0, batch_tokens, list(range(len(segments)))
+
+    def finish(job: _Launched) -> FinishedBatch:
+        nonlocal done
+        stats = _finish(job)
+        done += job.fed
+        finished.update(job.indices)
+        if progress is not None:
+            progress(done, total)
+        return FinishedBatch(job.indices, stats, budget)
+
+    while left:
+        in_flight: deque[_Launched] = deque()
+        try:
+            for batch in pack_batches([segments[i] for i in left], budget):
+                in_flight.append(_launch(model, split, segments, [left[j] for j in batch], pad_id, device))
+                if len(in_flight) > lookahead:
+                    yield finish(in_flight.popleft())
+            while in_flight:
+                yield finish(in_flight.popleft())
+            return
+        except torch.cuda.OutOfMemoryError:
+            if budget <= min_batch_tokens:
+                raise
+        while in_flight:  # launched before the error: their work is valid, keep it
+            yield finish(in_flight.popleft())
+        torch.cuda.empty_cache()
+        budget = max(min_batch_tokens, budget // 2)
+        left = [i for i in left if i not in finished]
