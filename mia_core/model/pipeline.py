@@ -102,16 +102,20 @@ def iter_batches(
     pad_id: int = 0,
     progress: Progress | None = None,
     min_batch_tokens: int = 1,
+    lookahead: int | None = None,
 ) -> Iterator[FinishedBatch]:
     """Statistics of the scored tokens of every segment, batch by batch as the batches finish (longest first).
 
     Every segment is in exactly one `FinishedBatch`. On a CUDA out-of-memory error the budget is halved (not below
     `min_batch_tokens`; at it, the error is raised) and the unfinished segments are packed again.
     progress : called as progress(tokens fed so far, all tokens) after each batch.
+    lookahead : batches launched beyond the one being finished (default `LOOKAHEAD` on CUDA, 0 elsewhere: on the
+        CPU a launch computes, so launching early would only hold a second batch's statistics for nothing).
     """
     device = next(model.parameters()).device
     split = plain_head(model)
-    lookahead = LOOKAHEAD if device.type == "cuda" else 0
+    if lookahead is None:
+        lookahead = LOOKAHEAD if device.type == "cuda" else 0
     total = sum(len(s.ids) for s in segments)
     finished: set[int] = set()
     done, budget, left = 0, batch_tokens, list(range(len(segments)))

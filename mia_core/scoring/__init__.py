@@ -16,7 +16,7 @@ from ..api import MethodSpec, Score, TokenStats, get_method
 from ..model.language_model import LanguageModel
 from ..model.policy import StatsPolicy
 from .backends import STATS_BACKENDS, StatsBackend, check_backend, register_backend, text_stats
-from .suppliers import INPUT_KWARGS, PerText, Request, helper_inputs, reference_stats, supply
+from .suppliers import GIVEN_NEEDS, INPUT_KWARGS, PerText, Request, helper_inputs, reference_stats, supply
 
 
 def score(name: str, stats: TokenStats, **kwargs: Any) -> Score:
@@ -64,6 +64,19 @@ def score_texts(
     the methods run here either way, so every method works unchanged (a reference model's pass and
     methods' own extra passes stay local).
     """
+    return _scored(lm, texts, methods, k, bos, progress=progress, long_text=long_text, stats=stats, backend=backend,
+                   ray_address=ray_address, ray_options=ray_options, **params)[0]
+
+
+def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, ray_address, ray_options,
+            **params) -> tuple[pd.DataFrame, list[TokenStats]]:
+    """`score_texts`, and the statistics it scored.
+
+    Methods that read only the statistics and inputs the caller gave (no `prepare` hook, no model pass of their
+    own) are scored text by text while the target's statistics stream in, so on a GPU their work overlaps the
+    next batch; every other method is scored once all statistics are back. Scores and errors are the same either
+    way: a text's error is raised after the pass, the first by method order then text number.
+    """
     specs = [get_method(m) for m in dict.fromkeys(methods)]  # each method once, in the given order
     StatsPolicy(bos, long_text)  # both policies checked before any model pass
     given = {key: params.pop(key) for key in INPUT_KWARGS if key in params and key != "lm"}
@@ -72,6 +85,9 @@ def score_texts(
     given.update(helper_inputs(specs, given, texts))
     check_backend(backend)
     where = {"backend": backend, "ray_address": ray_address, "ray_options": ray_options}
+    streamed = [s for s in specs if s.prepare is None and set(s.needs) <= {"stats", *GIVEN_NEEDS}]
+    early = supply(Request(lm, texts, [], bos, long_text, streamed, given, where, progress))
+    stream = _Stream(streamed, method_params, early, len(texts))
     if stats is not None:
         stats = _given_stats(stats, texts, bos)
     elif backend != "local" and any("lowercase_stats" in s.needs for s in specs):
@@ -79,14 +95,46 @@ def score_texts(
                           **where)  # one pass of the actors (each loads the model) for both
         stats, given["lowercase_stats"] = both[:len(texts)], both[len(texts):]
     else:
-        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
+        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, on_stats=stream.score, **where)
     req = Request(lm, texts, list(stats), bos, long_text, specs, given, where, progress)
-    supplied = supply(req)
+    supplied = supply(req, early)
     derived: dict = {}  # work two methods' prepare hooks share, for this call only
     columns = {}
     for spec in specs:
-        columns[spec.name] = [s.value for s in _score_all(spec, method_params[spec.name], req, supplied, derived)]
-    return pd.DataFrame(columns)
+        if spec.name in stream.scores:
+            columns[spec.name] = stream.values(spec, req.stats)
+        else:
+            columns[spec.name] = [s.value for s in _score_all(spec, method_params[spec.name], req, supplied, derived)]
+    return pd.DataFrame(columns), list(stats)
+
+
+class _Stream:
+    """Methods scored text by text as statistics arrive (`on_stats`), holding each score or error until asked."""
+
+    def __init__(self, specs: list[MethodSpec], params: dict[str, Any], supplied: dict[str, Any], n_texts: int):
+        self.specs, self.params, self.supplied = specs, params, supplied
+        self.scores: dict[str, list[float | None]] = {spec.name: [None] * n_texts for spec in specs}
+        self.errors: dict[str, dict[int, ValueError]] = {spec.name: {} for spec in specs}
+
+    def score(self, i: int, stats: TokenStats) -> None:
+        """Score text `i` with every streamed method (a ValueError is kept for `values`)."""
+        for spec in self.specs:
+            try:
+                inputs = {n: self.supplied[n] for n in spec.needs if n != "stats"}
+                self.scores[spec.name][i] = spec.fn(stats, self.params[spec.name], **inputs).value
+            except ValueError as err:
+                self.errors[spec.name][i] = err
+
+    def values(self, spec: MethodSpec, stats: list[TokenStats]) -> list[float]:
+        """One method's scores in text order (texts that did not stream, e.g. given statistics, are scored now)."""
+        scores, errors = self.scores[spec.name], self.errors[spec.name]
+        for i, st in enumerate(stats):
+            if scores[i] is None and i not in errors:
+                self.score(i, st)
+        if errors:
+            first = min(errors)
+            raise ValueError(f"text {first}: {errors[first]}") from None
+        return scores  # type: ignore[return-value]
 
 
 def _method_params(specs: list[MethodSpec], params: dict, k: float | None) -> dict[str, Any]:
@@ -129,10 +177,8 @@ def score_table(lm: LanguageModel, texts: Sequence[str], methods: Sequence[str],
                 long_text: str = "sliding", progress: Callable[[int, int], None] | None = None, backend: str = "local",
                 ray_address: str | None = None, ray_options: Any = None, **params: Any) -> pd.DataFrame:
     """`score_texts` with each text's scored-token count and long-text handling in front (columns n_tokens, long_text)."""
-    where = {"backend": backend, "ray_address": ray_address, "ray_options": ray_options}
-    stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, **where)
-    df = score_texts(lm, [str(t) for t in texts], methods, k=k, bos=bos, long_text=long_text, progress=progress,
-                     stats=stats, **where, **params)
+    df, stats = _scored(lm, texts, methods, k, bos, progress=progress, long_text=long_text, stats=None, backend=backend,
+                        ray_address=ray_address, ray_options=ray_options, **params)
     df.insert(0, "n_tokens", [s.n_scored for s in stats])
     df.insert(1, "long_text", [s.long_text for s in stats])
     return df

@@ -20,6 +20,9 @@ from .backends import text_stats
 
 #: Keyword arguments of `score` / `score_texts` that supply a need rather than set a parameter.
 INPUT_KWARGS = ("lm", "lowercase_stats", "ref_model", "ref_stats", "freq", "classifier", *HELPER_NEEDS)
+#: Needs whose supplier reads only what the caller gave (no model pass, no statistics): they can be made before the
+#: target's pass, so methods that need nothing else are scored while its statistics stream in.
+GIVEN_NEEDS = ("freq", "classifier")
 
 
 @dataclass
@@ -129,10 +132,12 @@ SUPPLIERS: dict[str, Callable[[Request], Any]] = {
 }
 
 
-def supply(req: Request) -> dict[str, Any]:
-    """Every need of the request's methods, each made once by its supplier, in the order of `NEEDS`."""
+def supply(req: Request, made: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every need of the request's methods, each made once by its supplier, in the order of `NEEDS` (those in `made`
+    were made already and are not made again)."""
     wanted = {n for s in req.specs for n in s.needs} - {"stats"}
-    return {need: supplier(req) for need, supplier in SUPPLIERS.items() if need in wanted}
+    made = made or {}
+    return {need: made[need] if need in made else supplier(req) for need, supplier in SUPPLIERS.items() if need in wanted}
 
 
 def helper_inputs(specs: Sequence[MethodSpec], given: dict, texts: list[str]) -> dict:
@@ -168,5 +173,5 @@ def frequency_table(freq, tokenizer) -> FrequencyTable:
     raise TypeError(f"freq must be a FrequencyTable or a path (got {type(freq).__name__})")
 
 
-__all__ = ["INPUT_KWARGS", "PerText", "Request", "SUPPLIERS", "HelperTexts", "helper_inputs", "reference_stats",
+__all__ = ["GIVEN_NEEDS", "INPUT_KWARGS", "PerText", "Request", "SUPPLIERS", "HelperTexts", "helper_inputs", "reference_stats",
            "frequency_table", "supply"]

@@ -42,12 +42,11 @@ def first_occurrences(token_ids: np.ndarray) -> np.ndarray:
 def dc_pdd(stats: TokenStats, params: DcPddParams, *, freq) -> Score:
     """β = mean over first occurrences of min(−p_t · log f(x_t), a)."""
     require_tokens(stats)
-    frequencies = freq.frequencies()
-    if stats.vocab_width and frequencies.shape[0] != stats.vocab_width:
+    if stats.vocab_width and len(freq.counts) != stats.vocab_width:
         raise ValueError(
-            f"frequency table has {frequencies.shape[0]} entries but the model's logits are {stats.vocab_width} wide"
+            f"frequency table has {len(freq.counts)} entries but the model's logits are {stats.vocab_width} wide"
         )
     p = np.exp(stats.logprob.astype(np.float64))
-    alpha = np.minimum(-p * np.log(frequencies[stats.token_ids]), params.a)
+    alpha = np.minimum(-p * np.log(freq.frequencies(stats.token_ids)), params.a)
     first = first_occurrences(stats.token_ids)
     return Score(float(np.mean(alpha[first])), alpha, first)

@@ -16,7 +16,7 @@ import json
 import uuid
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,23 +31,28 @@ FORMAT_VERSION = 1
 Progress = Callable[[int, "int | None"], None]
 
 
-@dataclass
+@dataclass(frozen=True)
 class FrequencyTable:
-    """Occurrence counts of every token id of a tokenizer over a reference corpus."""
+    """Occurrence counts of every token id of a tokenizer over a reference corpus (read-only once made)."""
 
     counts: np.ndarray  # int64, shape (logits width,)
     tokenizer_fingerprint: str
     corpus: str
     n_texts: int
+    total: int = field(init=False)
+    """N: the total number of tokens counted."""
 
-    @property
-    def total(self) -> int:
-        """N: the total number of tokens counted."""
-        return int(self.counts.sum())
+    def __post_init__(self) -> None:
+        counts = np.array(self.counts, dtype=np.int64)  # the table's own copy, so N stays its sum
+        counts.setflags(write=False)
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "total", int(counts.sum()))
 
-    def frequencies(self) -> np.ndarray:
-        """Laplace-smoothed frequencies (count + 1) / (N + |V|), so unseen tokens get a small non-zero f."""
-        return (self.counts.astype(np.float64) + 1.0) / float(self.total + len(self.counts))
+    def frequencies(self, token_ids: np.ndarray | None = None) -> np.ndarray:
+        """Laplace-smoothed frequencies (count + 1) / (N + |V|), so unseen tokens get a small non-zero f: of every
+        token id, or of `token_ids` only (what one text needs, without the whole vocabulary's)."""
+        counts = self.counts if token_ids is None else self.counts[token_ids]
+        return (counts.astype(np.float64) + 1.0) / float(self.total + len(self.counts))
 
     def save(self, path: str | Path) -> Path:
         """Write the table to a compressed ``.npz`` (metadata as a JSON string; no pickle) and return its path."""

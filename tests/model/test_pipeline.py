@@ -1,0 +1,99 @@
+"""The statistics pipeline: each segment once, the same numbers with or without launching ahead, batches launched
+ahead of the host's work, and texts handed on (`on_stats`) as their last window returns."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mia_core.model import forward, language_model, pipeline
+from mia_core.model.forward import FLOAT_STATS, INT_STATS, Segment
+
+from tests.support.tiny import random_texts
+
+FIELDS = FLOAT_STATS + INT_STATS
+
+
+def segments_of(lm, texts):
+    return [Segment(i, lm.fed_ids(t), 1) for i, t in enumerate(texts)]
+
+
+def collect(batches, n):
+    out = [None] * n
+    for batch in batches:
+        for i, stats in zip(batch.indices, batch.stats):
+            assert out[i] is None  # each segment in exactly one batch
+            out[i] = stats
+    return out
+
+
+@pytest.mark.parametrize("lookahead", [1, 2])
+def test_launching_ahead_gives_the_same_numbers_and_launches_before_the_host_waits(llama_lm, monkeypatch, lookahead):
+    segments = segments_of(llama_lm, random_texts(30, seed=3, min_words=2, max_words=40))
+    plain = collect(pipeline.iter_batches(llama_lm.model, segments, batch_tokens=300, lookahead=0), len(segments))
+    events, real = [], pipeline._launch
+    monkeypatch.setattr(pipeline, "_launch", lambda *a: events.append(("launch", a[3][0])) or real(*a))
+    ahead = []
+    for batch in pipeline.iter_batches(llama_lm.model, segments, batch_tokens=300, lookahead=lookahead):
+        events.append(("finished", batch.indices[0]))
+        ahead.append(batch)
+    n = len(ahead)
+    assert n > 3
+    launches = [e for e in events if e[0] == "launch"]
+    # the host takes batch k only once batch k + lookahead is launched (all of them, near the end)
+    for k in range(n):
+        assert events.index(("finished", ahead[k].indices[0])) > events.index(launches[min(k + lookahead, n - 1)])
+    for a, b in zip(collect(ahead, len(segments)), plain):
+        for name in FIELDS:
+            np.testing.assert_array_equal(a[name], b[name])
+
+
+def test_batch_statistics_equal_the_model_run_on_the_padded_batch(llama_lm):
+    segments = segments_of(llama_lm, random_texts(9, seed=4, min_words=1, max_words=25))
+    segments[3] = Segment(3, segments[3].ids, 4)  # score from the fourth token on, as a sliding window does
+    got = collect(pipeline.iter_batches(llama_lm.model, segments, batch_tokens=10_000), len(segments))
+    ids, mask = forward.pad_right([s.ids for s in segments])
+    logp = llama_lm.model(input_ids=ids, attention_mask=mask).logits.double().log_softmax(-1)  # (b, T, V) float64
+    for b, seg in enumerate(segments):
+        positions = np.arange(seg.score_from - 1, len(seg.ids) - 1)
+        true = logp[b, positions, seg.ids[seg.score_from:]].detach().numpy()
+        np.testing.assert_allclose(got[b]["logprob"], true, rtol=0, atol=2e-5)
+        np.testing.assert_array_equal(got[b]["top1_id"], logp[b, positions].argmax(-1).numpy())
+
+
+def test_batch_arrays_pad_and_select_the_scored_positions():
+    arrays = forward.batch_arrays([Segment(0, [5, 6, 7], 1), Segment(1, [8, 9, 10, 11, 12], 3)], pad_id=0)
+    np.testing.assert_array_equal(arrays.ids, [[5, 6, 7, 0, 0], [8, 9, 10, 11, 12]])
+    np.testing.assert_array_equal(arrays.mask, [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    # row 0 scores tokens 1..2 from positions 0..1; row 1 scores tokens 3..4 from positions 2..3 (flat 5 + 2, 5 + 3)
+    np.testing.assert_array_equal(arrays.rows, [0, 1, 7, 8])
+    np.testing.assert_array_equal(arrays.targets, [6, 7, 11, 12])
+    np.testing.assert_array_equal(arrays.counts, [2, 2])
+
+
+def test_on_stats_hands_on_every_text_once_cached_first(llama_lm):
+    texts = random_texts(12, seed=8, min_words=1, max_words=30) + [""]
+    cached = llama_lm.token_stats(texts[::3])
+    seen = []
+    got = llama_lm.token_stats(texts, on_stats=lambda i, s: seen.append((i, s)))
+    assert sorted(i for i, _ in seen) == list(range(len(texts)))
+    assert [i for i, _ in seen[: len(cached)]] == list(range(0, len(texts), 3))
+    for i, stats in seen:
+        assert stats is got[i] and stats.text == texts[i]
+
+
+def test_a_text_is_handed_on_when_its_last_window_returns(llama_lm, monkeypatch):
+    long_text = " ".join(random_texts(40, seed=2, min_words=20, max_words=20))  # several windows of 256 tokens
+    texts = random_texts(8, seed=9) + [long_text]
+    finished, real = [], pipeline._finish
+    monkeypatch.setattr(pipeline, "_finish", lambda job: finished.append(list(job.indices)) or real(job))
+    order = []
+    llama_lm.token_stats(texts, cache=False, batch_tokens=300,
+                         on_stats=lambda i, s: order.append((i, len(finished))))
+    windows = len(llama_lm.window_plan(len(llama_lm.fed_ids(long_text)), llama_lm.max_length,
+                                       llama_lm.max_length // 2))
+    assert windows > 2 and len(finished) > 2
+    batches_then = dict(order)
+    # the long text's windows span several batches: it is handed on after the last of them, not before
+    assert batches_then[len(texts) - 1] == max(n for n, b in enumerate(finished, 1)
+                                               if any(k >= len(texts) - 1 for k in b))
+    assert min(batches_then.values()) < len(finished)  # short texts went on before the pass ended

@@ -1,0 +1,46 @@
+"""`score_texts` scores the methods that need only the statistics while the statistics stream in: the same numbers
+and the same first error as scoring them afterwards."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mia_core import METHODS, score_texts
+from mia_core.model import language_model, pipeline
+
+from tests.support.tiny import random_texts
+
+METHOD_NAMES = ["loss", "zlib", "min_k", "min_k_pp", "surp"]
+
+
+def test_score_texts_scores_as_statistics_arrive_with_the_same_numbers(llama_lm, monkeypatch):
+    texts = random_texts(40, seed=12, min_words=20, max_words=40)
+    monkeypatch.setattr(language_model, "CPU_BATCH_TOKENS", 400)  # several batches
+    launched, calls = [], []
+    real_launch, real_loss = pipeline._launch, METHODS["loss"].fn
+    monkeypatch.setattr(pipeline, "_launch", lambda *a: launched.append(1) or real_launch(*a))
+    monkeypatch.setitem(METHODS, "loss", dataclasses.replace(
+        METHODS["loss"], fn=lambda *a, **k: calls.append(len(launched)) or real_loss(*a, **k)))
+    streamed = score_texts(llama_lm, texts, METHOD_NAMES)
+    assert len(launched) > 3 and len(calls) == len(texts)
+    assert min(calls) < len(launched)  # the first texts were scored before the last batch was launched
+    given = score_texts(llama_lm, texts, METHOD_NAMES, stats=llama_lm.token_stats(texts))
+    assert streamed.equals(given)
+
+
+def test_the_first_error_is_the_same_as_when_scored_afterwards(llama_lm, monkeypatch):
+    monkeypatch.setattr(language_model, "CPU_BATCH_TOKENS", 300)
+    texts = random_texts(12, seed=13, min_words=20, max_words=40)
+    broken = texts[:3] + [""] + texts[3:9] + [" "] + texts[9:]
+    with pytest.raises(ValueError, match=r"^text 3: no token to score") as streamed:
+        score_texts(llama_lm, broken, METHOD_NAMES)
+    with pytest.raises(ValueError) as afterwards:
+        score_texts(llama_lm, broken, METHOD_NAMES, stats=llama_lm.token_stats(broken))
+    assert str(streamed.value) == str(afterwards.value)
+
+
+def test_a_missing_input_is_named_before_any_model_pass(llama_lm, monkeypatch):
+    monkeypatch.setattr(pipeline, "_launch", lambda *a: pytest.fail("the model ran"))
+    with pytest.raises(TypeError, match="dc_pdd.*freq="):
+        score_texts(llama_lm, ["A text."], ["loss", "dc_pdd"])
