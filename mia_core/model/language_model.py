@@ -7,7 +7,8 @@ and cache the result on disk.
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, Iterator, Sequence
+import itertools
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -26,6 +27,15 @@ from .stats_cache import StatsCache
 #: Padded tokens per batch on CPU; on CUDA the budget comes from free memory.
 CPU_BATCH_TOKENS = 4096
 WindowPlan = Callable[[int, int, int], list[tuple[int, int, int]]]
+
+
+class _Common(NamedTuple):
+    """What every text of one statistics pass shares, read once per pass (not once per text)."""
+
+    bos: str
+    boundary_str: str | None
+    bos_token_id: int | None
+    vocab_width: int
 
 
 class LanguageModel:
@@ -143,6 +153,7 @@ class LanguageModel:
         soon as its last window's batch finishes (texts with nothing to score first)."""
         boundary = self._boundary if bos == "auto" else None
         boundary_str = self.tokenizer.convert_ids_to_tokens(boundary) if boundary is not None else None
+        common = _Common(bos, boundary_str, self.tokenizer.bos_token_id, self.vocab_width)
         encodings = self._encode_many(texts)
         segments: list[Segment] = []
         slots: list[int] = []  # each segment's window number within its text
@@ -166,7 +177,7 @@ class LanguageModel:
         parts: list[list] = [[None] * n for n in missing]
         for i, text in enumerate(texts):
             if not missing[i]:
-                yield i, self._assemble(text, encodings[i], [], bos, boundary_str, flags[i])
+                yield i, self._assemble(text, encodings[i], [], flags[i], common)
         budget = batch_tokens or self._auto_batch_tokens()
         self.last_batch_tokens = budget
         for batch in iter_batches(self.model, segments, batch_tokens=budget, pad_id=self.pad_id, progress=progress,
@@ -177,8 +188,7 @@ class LanguageModel:
                 parts[owner][slots[k]] = stats
                 missing[owner] -= 1
                 if not missing[owner]:
-                    yield owner, self._assemble(texts[owner], encodings[owner], parts[owner], bos, boundary_str,
-                                                flags[owner])
+                    yield owner, self._assemble(texts[owner], encodings[owner], parts[owner], flags[owner], common)
                     parts[owner] = []  # the batch's arrays are copied into the text's own: let them go
 
     def fed_ids(self, text: str, bos: str = "auto") -> list[int]:
@@ -218,23 +228,28 @@ class LanguageModel:
             end -= 1
         return ids[:end], offsets[:end] if offsets is not None else None
 
-    def _assemble(self, text, encoding, parts, bos, boundary_str, flag) -> TokenStats:
+    def _assemble(self, text, encoding, parts, flag, common: "_Common") -> TokenStats:
         """Join window statistics and attach ids, display strings and offsets of the scored tokens."""
         ids, offsets = encoding
         n_scored = sum(len(p["logprob"]) for p in parts)
         # scored tokens are full[1 : 1 + n_scored]; full = [boundary] + ids, or ids itself
-        first = 0 if boundary_str is not None else 1
-        first_token_scored = boundary_str is not None or bool(ids) and ids[0] == self.tokenizer.bos_token_id
-        scored_ids = np.asarray(ids[first : first + n_scored], dtype=np.int64)
+        first = 0 if common.boundary_str is not None else 1
+        first_token_scored = common.boundary_str is not None or bool(ids) and ids[0] == common.bos_token_id
+        scored = ids[first : first + n_scored]
+        scored_ids = np.fromiter(scored, np.int64, len(scored))
         if offsets is not None:
-            spans = np.asarray(offsets[first : first + n_scored], dtype=np.int64).reshape(-1, 2)
+            pairs = offsets[first : first + n_scored]
+            spans = np.fromiter(itertools.chain.from_iterable(pairs), np.int64, 2 * len(pairs)).reshape(-1, 2)
+            tokens = [text[a:b] for a, b in pairs]
         else:
             spans = np.zeros((n_scored, 2), dtype=np.int64)
-        tokens = [  # plain Python ints: iterating numpy arrays element by element costs 3× more
-            text[a:b] if b > a else self.tokenizer.convert_ids_to_tokens(t)
-            for t, (a, b) in zip(scored_ids.tolist(), spans.tolist())
-        ]
-        joined = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
+            tokens = [""] * n_scored
+        for j in np.flatnonzero(spans[:, 1] <= spans[:, 0]).tolist():  # specials (and slow tokenizers): their names
+            tokens[j] = self.tokenizer.convert_ids_to_tokens(scored[j])
+        if len(parts) == 1:  # the batch's arrays are views: the text gets its own copies
+            joined = {k: v.copy() for k, v in parts[0].items()}
+        else:
+            joined = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
         return TokenStats(
             text=text,
             token_ids=scored_ids,
@@ -247,12 +262,12 @@ class LanguageModel:
             top1_logprob=joined.get("top1_logprob", np.empty(0, np.float32)),
             entropy=joined.get("entropy", np.empty(0, np.float32)),
             rank=joined.get("rank", np.empty(0, np.int64)),
-            bos_policy=bos,
-            boundary_token=boundary_str,
+            bos_policy=common.bos,
+            boundary_token=common.boundary_str,
             first_token_scored=first_token_scored,
             long_text=flag,
             n_text_tokens=len(ids),
-            vocab_width=self.vocab_width,
+            vocab_width=common.vocab_width,
         )
 
     def _auto_batch_tokens(self) -> int:

@@ -26,6 +26,10 @@ from .forward import FLOAT_STATS, INT_STATS, Segment, batch_arrays, batch_stats,
 
 #: Batches launched on a CUDA device beyond the one the host is finishing (1: the device always has the next).
 LOOKAHEAD = 1
+#: When launching ahead, the last batch is cut into pieces of 1/2, 1/4, … of its segments (this many cuts, while a
+#: piece keeps at least `TAIL_MIN_SEGMENTS`): the host's work on the last piece is the only work nothing overlaps.
+TAIL_CUTS = 3
+TAIL_MIN_SEGMENTS = 8
 
 Progress = Callable[[int, int], None]
 
@@ -93,6 +97,24 @@ def _finish(job: _Launched) -> list[dict[str, np.ndarray]]:
             for j in range(len(job.indices))]
 
 
+def split_tail(batches: list[list[int]], cuts: int = TAIL_CUTS) -> list[list[int]]:
+    """The batches with the last one cut into halves, then halves of the rest (`cuts` times): [B/2, B/4, …, rest].
+
+    Launched ahead, the pieces keep the device busy while the host finishes the piece before, so the work left
+    after the device's last batch shrinks from the whole last batch to its last piece.
+    """
+    if not batches:
+        return batches
+    head, last = batches[:-1], batches[-1]
+    for _ in range(cuts):
+        if len(last) < 2 * TAIL_MIN_SEGMENTS:
+            break
+        half = len(last) // 2
+        head.append(last[:half])
+        last = last[half:]
+    return head + [last]
+
+
 @torch.inference_mode()
 def iter_batches(
     model: nn.Module,
@@ -132,7 +154,8 @@ def iter_batches(
     while left:
         in_flight: deque[_Launched] = deque()
         try:
-            for batch in pack_batches([segments[i] for i in left], budget):
+            batches = pack_batches([segments[i] for i in left], budget)
+            for batch in split_tail(batches) if lookahead else batches:
                 in_flight.append(_launch(model, split, segments, [left[j] for j in batch], pad_id, device))
                 if len(in_flight) > lookahead:
                     yield finish(in_flight.popleft())

@@ -97,3 +97,12 @@ def test_a_text_is_handed_on_when_its_last_window_returns(llama_lm, monkeypatch)
     assert batches_then[len(texts) - 1] == max(n for n, b in enumerate(finished, 1)
                                                if any(k >= len(texts) - 1 for k in b))
     assert min(batches_then.values()) < len(finished)  # short texts went on before the pass ended
+
+
+def test_the_last_batch_is_cut_into_shrinking_pieces_when_launching_ahead():
+    batches = [[0, 1], list(range(2, 66))]
+    cut = pipeline.split_tail(batches, cuts=3)
+    assert cut[0] == [0, 1] and [len(b) for b in cut[1:]] == [32, 16, 8, 8]
+    assert [i for b in cut for i in b] == list(range(66))  # the same order: longest first
+    assert pipeline.split_tail([[0, 1, 2]], cuts=3) == [[0, 1, 2]]  # too few segments to cut
+    assert pipeline.split_tail([]) == []
