@@ -28,13 +28,8 @@ PLAIN_HEAD_TYPES = frozenset(
 #: Rows of logits computed per head matmul: the head's weight (vocab × hidden) is streamed once per
 #: chunk, so chunks must be large; the scratch is bounded by rows × vocab × 4 bytes (100 MB at 49k).
 HEAD_CHUNK_ROWS = 512
-#: … and on the CPU, more rows where the vocabulary is narrower, up to the same scratch (512 rows at 49,152).
-HEAD_CHUNK_ELEMENTS = HEAD_CHUNK_ROWS * 49152
 #: Rows reduced at once: small enough for the float32 temporaries to stay in the CPU's cache.
 REDUCE_CHUNK_ROWS = 64
-#: … and more rows where the vocabulary is narrower (64 rows at 49,152): each of the reduction's dozen tensor
-#: operations costs microseconds of dispatch, which dominated the reduction of narrow vocabularies.
-REDUCE_CHUNK_ELEMENTS = REDUCE_CHUNK_ROWS * 49152
 #: The statistics a batch yields: floating-point ones (float32; float64 for float64 models), then the integer ones.
 FLOAT_STATS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
 INT_STATS = ("top1_id", "rank")
@@ -107,7 +102,7 @@ def stats_head(head: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
 def head_chunk_rows(device: torch.device, vocab: int) -> int:
     """Rows of logits per head matmul: `HEAD_CHUNK_ROWS` on CPU, about 1 GiB of float32 logits on CUDA."""
     if device.type != "cuda":
-        return max(HEAD_CHUNK_ROWS, HEAD_CHUNK_ELEMENTS // max(1, vocab))
+        return HEAD_CHUNK_ROWS
     return max(HEAD_CHUNK_ROWS, min(16384, CUDA_HEAD_CHUNK_ELEMENTS // max(1, vocab)))
 
 
@@ -147,10 +142,7 @@ def reduce_rows(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.
         logits = logits.float()
     if USE_FUSED_REDUCTION and logits.dtype == torch.float32 and fused_available(logits.device):
         return fused_reduce(logits, targets)
-    if logits.device.type == "cpu":
-        step = max(REDUCE_CHUNK_ROWS, REDUCE_CHUNK_ELEMENTS // max(1, logits.shape[1]))
-    else:
-        step = max(REDUCE_CHUNK_ROWS, logits.shape[0] // 4)
+    step = REDUCE_CHUNK_ROWS if logits.device.type == "cpu" else max(REDUCE_CHUNK_ROWS, logits.shape[0] // 4)
     parts: dict[str, list[torch.Tensor]] = {}
     for sub in range(0, logits.shape[0], step):
         for key, value in reduce_logits(logits[sub : sub + step], targets[sub : sub + step]).items():

@@ -2,6 +2,7 @@
 `mia cache info` / `mia cache clear` show and empty it."""
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -24,7 +25,7 @@ def stats(llama_lm):
 
 
 def entries(root):
-    return {p.stem: p.stat().st_size for p in root.rglob("*.npz")}
+    return {p.stem: p.stat().st_size for p in root.rglob("*.stats")}
 
 
 def test_least_recently_used_entries_go_first(tmp_path, stats):
@@ -35,7 +36,7 @@ def test_least_recently_used_entries_go_first(tmp_path, stats):
     keys = sorted(sizes)
     now = time.time()
     for age, key in enumerate(reversed(keys)):  # key 00… written longest ago, 05… last
-        path = next(tmp_path.rglob(f"{key}.npz"))
+        path = next(tmp_path.rglob(f"{key}.stats"))
         os.utime(path, (now - 100 - 10 * age, now - 100 - 10 * age))
     cap = int(sum(sizes.values()) * 0.8)
     capped = StatsCache(tmp_path, max_bytes=cap)
@@ -74,7 +75,7 @@ def test_the_cap_holds_after_every_write(tmp_path, stats):
 
 def _write_one(root, s):
     StatsCache(root, max_bytes=10**12).put("f" * 64, s)
-    return next(root.rglob("*.npz"))
+    return next(root.rglob("*.stats"))
 
 
 def test_cap_from_the_environment(tmp_path, monkeypatch, stats):
@@ -110,3 +111,49 @@ def test_cache_info_and_clear_commands(tmp_path, monkeypatch, stats):
     monkeypatch.setenv("MIA_LENS_CACHE_MAX_MB", "-1")
     code, _, err = run_cli("cache", "info")
     assert code == 2 and err.startswith("error: MIA_LENS_CACHE_MAX_MB")
+
+
+def test_an_entry_gives_back_exactly_what_was_stored(tmp_path, stats):
+    cache = StatsCache(tmp_path, max_bytes=10**12)
+    for i, s in enumerate(stats):
+        cache.put(f"{i:02d}{'c' * 62}", s)
+    for i, s in enumerate(stats):
+        got = cache.get(f"{i:02d}{'c' * 62}", s.text)
+        for name in ("token_ids", "offsets", "logprob", "mu", "sigma", "top1_id", "top1_logprob", "entropy", "rank"):
+            want = getattr(s, name)
+            assert getattr(got, name).dtype == want.dtype and getattr(got, name).shape == want.shape
+            np.testing.assert_array_equal(getattr(got, name), want)
+        assert got.tokens == s.tokens and got.long_text == s.long_text and got.vocab_width == s.vocab_width
+        assert got.logprob.flags.writeable  # the arrays are the entry's own, as np.load's were
+
+
+def test_entries_of_the_earlier_format_are_misses_but_counted_and_cleared(tmp_path, stats):
+    old = tmp_path / "ab" / f"ab{'0' * 62}.npz"
+    old.parent.mkdir(parents=True)
+    np.savez(old, logprob=stats[0].logprob)
+    cache = StatsCache(tmp_path, max_bytes=10**12)
+    assert cache.get(f"ab{'0' * 62}", stats[0].text) is None
+    assert cache.usage().entries == 1 and cache.usage().bytes == old.stat().st_size
+    assert cache.clear().entries == 1 and not old.exists()
+
+
+@pytest.mark.parametrize("damage", ["object dtype", "past the end", "wrong magic", "not json", "missing array"])
+def test_a_damaged_entry_is_a_miss_never_unpickled(tmp_path, stats, damage):
+    cache = StatsCache(tmp_path, max_bytes=10**12)
+    key = "d" * 64
+    cache.put(key, stats[0])
+    path = next(tmp_path.rglob("*.stats"))
+    data = path.read_bytes()
+    start = len(stats_cache.MAGIC) + 8
+    length = int.from_bytes(data[len(stats_cache.MAGIC):start], "little")
+    header = json.loads(data[start:start + length])
+    if damage == "object dtype":
+        header["arrays"][0][1] = "|O"
+    elif damage == "past the end":
+        header["arrays"][-1][3] += 10**6
+    elif damage == "missing array":
+        header["arrays"] = header["arrays"][1:]
+    body = json.dumps(header).encode() if damage != "not json" else b"{" * length
+    data = data[:len(stats_cache.MAGIC)] + len(body).to_bytes(8, "little") + body + data[start + length:]
+    path.write_bytes(b"NOT-MIA" + data[7:] if damage == "wrong magic" else data)
+    assert cache.get(key, stats[0].text) is None

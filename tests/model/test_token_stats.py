@@ -249,7 +249,7 @@ def test_half_precision_models_get_a_float32_head(tok, make_lm):
 def test_corrupt_cache_entries_are_misses(llama_lm):
     texts = ["Quartz meadow."]
     first = llama_lm.token_stats(texts)[0]
-    for path in llama_lm.stats_cache.root.rglob("*.npz"):
+    for path in llama_lm.stats_cache.root.rglob("*.stats"):
         path.write_bytes(path.read_bytes()[:50])
     again = llama_lm.token_stats(texts)[0]
     np.testing.assert_array_equal(first.logprob, again.logprob)
