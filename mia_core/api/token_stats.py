@@ -5,6 +5,7 @@ it, so switching methods or k never re-runs the model (docs/methods.md, "Token s
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +20,58 @@ ARRAY_FIELDS = ("token_ids", "offsets", "top1_id", "rank", *FLOAT_FIELDS)
 META_FIELDS = ("tokens", "bos_policy", "first_token_scored", "boundary_token", "long_text", "n_text_tokens", "vocab_width")
 
 
+class TokenStrings(Sequence):
+    """Display strings of a text's scored tokens, made on first use: each token's span of the text, or its name where
+    it has no span (specials such as the boundary token). A statistics pass makes none of them: most texts are scored,
+    not drawn. Reads, compares and prints as the list of strings."""
+
+    __slots__ = ("_text", "_offsets", "_names", "_strings")
+
+    def __init__(self, text: str, offsets: np.ndarray, names: dict[int, str]):
+        self._text, self._offsets, self._names = text, offsets, names
+        self._strings: list[str] | None = None
+
+    @property
+    def names(self) -> dict[int, str]:
+        """The strings that are not the text's span at their offsets (position → string)."""
+        return self._names
+
+    def _all(self) -> list[str]:
+        if self._strings is None:
+            text = self._text
+            strings = [text[a:b] for a, b in self._offsets.tolist()]
+            for j, name in self._names.items():
+                strings[j] = name
+            self._strings = strings
+        return self._strings
+
+    def __len__(self) -> int:
+        return int(self._offsets.shape[0])
+
+    def __getitem__(self, index):
+        return self._all()[index]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (list, tuple, TokenStrings)):
+            return self._all() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  (compares as a list, which has no hash)
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
+def token_names(text: str, offsets: np.ndarray, tokens: Sequence[str]) -> dict[int, str]:
+    """The display strings that differ from the text's span at their offsets (all a `TokenStrings` needs to store)."""
+    if isinstance(tokens, TokenStrings):
+        return dict(tokens.names)
+    return {j: t for j, (t, (a, b)) in enumerate(zip(tokens, offsets.tolist())) if t != text[a:b]}
+
+
 @dataclass(frozen=True)
 class TokenStats:
     """Statistics of every scored token of one text (arrays of shape (n_scored,)).
@@ -27,7 +80,8 @@ class TokenStats:
     ----------
     text : the text as given.
     token_ids : ids of the scored tokens (int64).
-    tokens : display strings of the scored tokens (the text span, or the token name for specials).
+    tokens : display strings of the scored tokens (the text span, or the token name for specials); a list, or a
+        `TokenStrings` that makes them on first use.
     offsets : (n_scored, 2) character span of each scored token in `text` ((0, 0) for specials).
     logprob : log p(x_t | x_<t).
     mu, sigma : mean and standard deviation of log p(v | x_<t) under p(· | x_<t) (Min-K%++).
@@ -45,7 +99,7 @@ class TokenStats:
 
     text: str
     token_ids: np.ndarray
-    tokens: list[str]
+    tokens: Sequence[str]
     offsets: np.ndarray
     logprob: np.ndarray
     mu: np.ndarray
@@ -82,10 +136,17 @@ class TokenStats:
 
 
 def stats_parts(stats: TokenStats) -> tuple[dict[str, np.ndarray], dict]:
-    """(per-token arrays, per-text metadata) of statistics, for storing them without pickle."""
-    return {n: getattr(stats, n) for n in ARRAY_FIELDS}, {n: getattr(stats, n) for n in META_FIELDS}
+    """(per-token arrays, per-text metadata) of statistics, for storing them without pickle (the display strings as
+    the names of those that are not the text's span: the text is the key, kept by whoever stores them)."""
+    meta = {n: getattr(stats, n) for n in META_FIELDS if n != "tokens"}
+    names = token_names(stats.text, np.asarray(stats.offsets).reshape(-1, 2), stats.tokens)
+    meta["token_names"] = [[j, name] for j, name in sorted(names.items())]
+    return {n: getattr(stats, n) for n in ARRAY_FIELDS}, meta
 
 
 def stats_from_parts(text: str, arrays: dict[str, np.ndarray], meta: dict) -> TokenStats:
     """The statistics `stats_parts` split up, for `text`."""
-    return TokenStats(text=text, **{n: arrays[n] for n in ARRAY_FIELDS}, **meta)
+    meta = dict(meta)
+    names = {int(j): str(name) for j, name in meta.pop("token_names")}
+    tokens = TokenStrings(text, arrays["offsets"].reshape(-1, 2), names)
+    return TokenStats(text=text, **{n: arrays[n] for n in ARRAY_FIELDS}, tokens=tokens, **meta)

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from ..api.access import FULL_ACCESS, ModelAccess
-from ..api.token_stats import TokenStats
+from ..api.token_stats import TokenStats, TokenStrings
 from ..paths import cache_root
 from .boundary import boundary_token_id
 from .forward import Segment, split_windows
@@ -240,12 +240,11 @@ class LanguageModel:
         if offsets is not None:
             pairs = offsets[first : first + n_scored]
             spans = np.fromiter(itertools.chain.from_iterable(pairs), np.int64, 2 * len(pairs)).reshape(-1, 2)
-            tokens = [text[a:b] for a, b in pairs]
         else:
             spans = np.zeros((n_scored, 2), dtype=np.int64)
-            tokens = [""] * n_scored
-        for j in np.flatnonzero(spans[:, 1] <= spans[:, 0]).tolist():  # specials (and slow tokenizers): their names
-            tokens[j] = self.tokenizer.convert_ids_to_tokens(scored[j])
+        # display strings are made when first read; only tokens without a span (specials) need their names now
+        names = {j: self.tokenizer.convert_ids_to_tokens(scored[j])
+                 for j in np.flatnonzero(spans[:, 1] <= spans[:, 0]).tolist()}
         if len(parts) == 1:  # the batch's arrays are views: the text gets its own copies
             joined = {k: v.copy() for k, v in parts[0].items()}
         else:
@@ -253,7 +252,7 @@ class LanguageModel:
         return TokenStats(
             text=text,
             token_ids=scored_ids,
-            tokens=tokens,
+            tokens=TokenStrings(text, spans, names),
             offsets=spans,
             logprob=joined.get("logprob", np.empty(0, np.float32)),
             mu=joined.get("mu", np.empty(0, np.float32)),

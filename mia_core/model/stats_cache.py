@@ -105,13 +105,17 @@ class StatsCache:
         except OSError:  # missing, or just evicted
             return None
         found = _decode(data)
-        if found is None:
+        try:
+            stats = stats_from_parts(text, *found) if found is not None else None
+        except (KeyError, ValueError, TypeError):  # well-formed arrays, metadata of another shape: a miss
+            return None
+        if stats is None:
             return None
         try:
             os.utime(path)  # least recently used goes first
         except OSError:  # a read-only cache, or evicted meanwhile: still a hit
             pass
-        return stats_from_parts(text, *found)
+        return stats
 
     def put(self, key: str, stats: TokenStats) -> None:
         """Store statistics atomically (write to a temporary file, then rename), then keep the folder under the cap."""
