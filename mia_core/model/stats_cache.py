@@ -86,6 +86,7 @@ class StatsCache:
 
     def __init__(self, root: str | Path, max_bytes: int | None = None):
         self.root = Path(root)
+        self._root = os.fspath(self.root)  # entry paths are joined as strings: a lookup per text, pathlib's cost each
         self.max_bytes = max_bytes_from_env() if max_bytes is None else int(max_bytes)
         with _TALLIES_LOCK:
             self._tally = _TALLIES.setdefault(self.root.absolute(), _Tally(threading.Lock()))
@@ -94,14 +95,15 @@ class StatsCache:
         """Cache key of a text under a model/policy key."""
         return hashlib.sha256(f"{model_key}|{text_sha256(text)}".encode()).hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}{SUFFIX}"
+    def _path(self, key: str) -> str:
+        return os.path.join(self._root, key[:2], key + SUFFIX)
 
     def get(self, key: str, text: str) -> TokenStats | None:
         """The cached statistics, or None (a missing or unreadable entry is a miss); a hit marks the entry as used."""
         path = self._path(key)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as file:
+                data = file.read()
         except OSError:  # missing, or just evicted
             return None
         found = _decode(data)
@@ -121,7 +123,7 @@ class StatsCache:
         """Store statistics atomically (write to a temporary file, then rename), then keep the folder under the cap."""
         if self.max_bytes <= 0:
             return
-        path = self._path(key)
+        path = Path(self._path(key))
         data = _encode(*stats_parts(stats))
         tmp = path.with_name(f"{path.stem}.{uuid.uuid4().hex}.tmp")  # unique per writer (threads too)
         try:

@@ -112,18 +112,19 @@ class _Stream:
     """Methods scored text by text as statistics arrive (`on_stats`), holding each score or error until asked."""
 
     def __init__(self, specs: list[MethodSpec], params: dict[str, Any], supplied: dict[str, Any], n_texts: int):
-        self.specs, self.params, self.supplied = specs, params, supplied
+        # per method: its function, parameters, inputs, scores and errors (looked up once, not once per text)
+        self.work = [(spec.fn, params[spec.name], {n: supplied[n] for n in spec.needs if n != "stats"}, spec.name)
+                     for spec in specs]
         self.scores: dict[str, list[float | None]] = {spec.name: [None] * n_texts for spec in specs}
         self.errors: dict[str, dict[int, ValueError]] = {spec.name: {} for spec in specs}
 
     def score(self, i: int, stats: TokenStats) -> None:
         """Score text `i` with every streamed method (a ValueError is kept for `values`)."""
-        for spec in self.specs:
+        for fn, params, inputs, name in self.work:
             try:
-                inputs = {n: self.supplied[n] for n in spec.needs if n != "stats"}
-                self.scores[spec.name][i] = spec.fn(stats, self.params[spec.name], **inputs).value
+                self.scores[name][i] = fn(stats, params, **inputs).value
             except ValueError as err:
-                self.errors[spec.name][i] = err
+                self.errors[name][i] = err
 
     def values(self, spec: MethodSpec, stats: list[TokenStats]) -> list[float]:
         """One method's scores in text order (texts that did not stream, e.g. given statistics, are scored now)."""
