@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import mia_core
 from mia_core.model import forward, language_model, pipeline
 from mia_core.model.language_model import LanguageModel
 
@@ -152,3 +153,32 @@ def test_bf16_head_on_cuda_is_a_float32_head():
         exact = hidden.double() @ head.weight.double().T + head.bias.double()
     assert got.dtype == torch.float32
     np.testing.assert_allclose(got.cpu().numpy(), exact.cpu().numpy(), rtol=1e-5, atol=1e-5)
+
+
+TRICKY = ["", " ", "line\nbreak  and  spaces ", "Zürich – naïve café ☕ 日本語", "<|endoftext|> inside text",
+          "A" * 300, "tab\tand\r\nreturns"]
+
+
+def assert_encodes_as_the_tokenizer_call(lm, texts):
+    for text, (ids, offsets) in zip(texts, lm._encode_many(texts)):
+        enc = lm.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True)
+        assert ids == list(enc["input_ids"])[: len(ids)]
+        assert [tuple(o) for o in offsets] == [tuple(o) for o in enc["offset_mapping"]][: len(ids)]
+
+
+def test_the_backend_is_called_directly_only_when_that_is_what_the_tokenizer_call_runs(llama_lm):
+    texts = random_texts(10, seed=3, min_words=1, max_words=30) + TRICKY
+    backend = language_model.plain_backend(llama_lm.tokenizer)
+    assert backend is llama_lm.tokenizer.backend_tokenizer
+    assert_encodes_as_the_tokenizer_call(llama_lm, texts)
+    backend.enable_truncation(max_length=5)  # a setting the tokenizer call would undo: take the call's path
+    assert language_model.plain_backend(llama_lm.tokenizer) is None
+    assert_encodes_as_the_tokenizer_call(llama_lm, texts)
+    assert language_model.plain_backend(llama_lm.tokenizer) is backend  # the call reset it
+
+
+@pytest.mark.integration
+def test_the_demo_tokenizer_encodes_as_its_own_call():
+    lm = mia_core.load_model("demo", device="cpu")
+    assert language_model.plain_backend(lm.tokenizer) is not None
+    assert_encodes_as_the_tokenizer_call(lm, random_texts(20, seed=4, min_words=1, max_words=60) + TRICKY)
