@@ -1,6 +1,7 @@
 """Step 1–2 of the flow: a model spec becomes a `LanguageModel`, and texts become `TokenStats` (one forward pass).
 
 loading (safe `load_model`), builtin (the demo models), lora (adapters), language_model, policy
-(`StatsPolicy`), forward and fused_stats (batched passes reduced to statistics), token_stats,
-boundary (BOS policy), stats_cache (on-disk cache), identity (fingerprints).
+(`StatsPolicy`), encoding (batched tokenising with offsets), forward and fused_stats (batched passes
+reduced to statistics), pipeline (batches launched ahead of the host's work), reduce, boundary (BOS
+policy), stats_cache (on-disk cache), identity (fingerprints).
 """

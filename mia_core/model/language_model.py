@@ -11,7 +11,6 @@ import itertools
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
-import tokenizers
 import torch
 from torch import nn
 
@@ -19,6 +18,7 @@ from ..api.access import FULL_ACCESS, ModelAccess
 from ..api.token_stats import TokenStats, TokenStrings
 from ..paths import cache_root
 from .boundary import boundary_token_id
+from .encoding import encode_texts
 from .forward import Segment, split_windows
 from .pipeline import iter_batches
 from .identity import tokenizer_fingerprint
@@ -210,22 +210,7 @@ class LanguageModel:
 
     def _encode_many(self, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]] | None]]:
         """`_encode` of every text, in one batched tokenizer call (parallel in fast tokenizers)."""
-        if not texts:
-            return []
-        backend = plain_backend(self.tokenizer)
-        if backend is not None:  # what the tokenizer's own call runs, without building its per-text lists again
-            found = [(e.ids, e.special_tokens_mask, e.offsets) for e in backend.encode_batch(texts, add_special_tokens=True)]
-        else:
-            try:
-                enc = self.tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True,
-                                     return_special_tokens_mask=True)
-                offsets = list(enc["offset_mapping"])  # per text: a list of (start, end)
-            except (NotImplementedError, ValueError):  # slow tokenizers have no offsets
-                enc = self.tokenizer(texts, add_special_tokens=True, return_special_tokens_mask=True)
-                offsets = [None] * len(texts)
-            found = list(zip(enc["input_ids"], enc["special_tokens_mask"], offsets))
-        bos_id = self.tokenizer.bos_token_id
-        return [_drop_trailing_specials(list(ids), special, spans, bos_id) for ids, special, spans in found]
+        return encode_texts(self.tokenizer, texts)
 
     def _assemble(self, text, encoding, parts, flag, common: "_Common") -> TokenStats:
         """Join window statistics and attach ids, display strings and offsets of the scored tokens."""
@@ -284,25 +269,6 @@ class LanguageModel:
         # an out-of-memory error halves the budget and retries (`mia_core.model.pipeline`)
         per_token = elem * (8 * hidden + 4 * inter)
         return int(min(max(free * 0.5 // per_token, self.max_length), 1 << 17))
-
-
-def plain_backend(tokenizer) -> tokenizers.Tokenizer | None:
-    """The fast tokenizer's backend when calling it directly runs exactly what `tokenizer(texts,
-    add_special_tokens=True)` runs (no truncation or padding set on it, special tokens not split), else None."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if not isinstance(backend, tokenizers.Tokenizer) or backend.truncation is not None or backend.padding is not None:
-        return None
-    if backend.encode_special_tokens != bool(getattr(tokenizer, "split_special_tokens", False)):
-        return None
-    return backend
-
-
-def _drop_trailing_specials(ids: list[int], special: list[int], offsets: list | None, bos_id: int | None):
-    """(ids, offsets) without the special tokens a tokenizer appends after the text (a leading BOS stays)."""
-    end = len(ids)
-    while end > 0 and special[end - 1] and (end > 1 or ids[0] != bos_id):
-        end -= 1
-    return ids[:end], offsets[:end] if offsets is not None else None
 
 
 def _weights_fingerprint(model: nn.Module, tokenizer) -> str:

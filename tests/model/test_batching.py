@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import mia_core
-from mia_core.model import forward, language_model, pipeline
+from mia_core.model import encoding, forward, language_model, pipeline
 from mia_core.model.language_model import LanguageModel
 
 from tests.support.tiny import random_texts
@@ -168,17 +168,17 @@ def assert_encodes_as_the_tokenizer_call(lm, texts):
 
 def test_the_backend_is_called_directly_only_when_that_is_what_the_tokenizer_call_runs(llama_lm):
     texts = random_texts(10, seed=3, min_words=1, max_words=30) + TRICKY
-    backend = language_model.plain_backend(llama_lm.tokenizer)
+    backend = encoding.plain_backend(llama_lm.tokenizer)
     assert backend is llama_lm.tokenizer.backend_tokenizer
     assert_encodes_as_the_tokenizer_call(llama_lm, texts)
     backend.enable_truncation(max_length=5)  # a setting the tokenizer call would undo: take the call's path
-    assert language_model.plain_backend(llama_lm.tokenizer) is None
+    assert encoding.plain_backend(llama_lm.tokenizer) is None
     assert_encodes_as_the_tokenizer_call(llama_lm, texts)
-    assert language_model.plain_backend(llama_lm.tokenizer) is backend  # the call reset it
+    assert encoding.plain_backend(llama_lm.tokenizer) is backend  # the call reset it
 
 
 @pytest.mark.integration
 def test_the_demo_tokenizer_encodes_as_its_own_call():
     lm = mia_core.load_model("demo", device="cpu")
-    assert language_model.plain_backend(lm.tokenizer) is not None
+    assert encoding.plain_backend(lm.tokenizer) is not None
     assert_encodes_as_the_tokenizer_call(lm, random_texts(20, seed=4, min_words=1, max_words=60) + TRICKY)
