@@ -67,7 +67,7 @@ class TokenStrings(Sequence):
 
 def token_names(text: str, offsets: np.ndarray, tokens: Sequence[str]) -> dict[int, str]:
     """The display strings that differ from the text's span at their offsets (all a `TokenStrings` needs to store)."""
-    if isinstance(tokens, TokenStrings):
+    if isinstance(tokens, TokenStrings) and tokens._text == text and np.array_equal(tokens._offsets, offsets):
         return dict(tokens.names)
     return {j: t for j, (t, (a, b)) in enumerate(zip(tokens, offsets.tolist())) if t != text[a:b]}
 
@@ -147,6 +147,11 @@ def stats_parts(stats: TokenStats) -> tuple[dict[str, np.ndarray], dict]:
 def stats_from_parts(text: str, arrays: dict[str, np.ndarray], meta: dict) -> TokenStats:
     """The statistics `stats_parts` split up, for `text`."""
     meta = dict(meta)
-    names = {int(j): str(name) for j, name in meta.pop("token_names")}
-    tokens = TokenStrings(text, arrays["offsets"].reshape(-1, 2), names)
+    offsets = arrays["offsets"].reshape(-1, 2)
+    names = {}
+    for j, name in meta.pop("token_names"):
+        if not isinstance(j, int) or isinstance(j, bool) or not 0 <= j < len(offsets) or not isinstance(name, str):
+            raise ValueError(f"token name {j!r}: {name!r} is not a string at a token position")
+        names[j] = name
+    tokens = TokenStrings(text, offsets, names)
     return TokenStats(text=text, **{n: arrays[n] for n in ARRAY_FIELDS}, tokens=tokens, **meta)

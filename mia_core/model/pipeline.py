@@ -80,9 +80,9 @@ def _launch(model: nn.Module, split, segments: list[Segment], indices: list[int]
     floats, ints = batch_stats(model, split, *inputs)
     ready = None
     floats, ints = _to_host(floats), _to_host(ints)
-    if device.type == "cuda":
+    if device.type == "cuda":  # on the model's device's stream, which need not be the current device's
         ready = torch.cuda.Event()
-        ready.record()
+        ready.record(torch.cuda.current_stream(device))
     return _Launched(indices, arrays.counts, int(arrays.mask.sum()), floats, ints, ready)
 
 

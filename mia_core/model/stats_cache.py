@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .identity import text_sha256
-from ..api.token_stats import ARRAY_FIELDS, TokenStats, stats_from_parts, stats_parts
+from ..api.token_stats import ARRAY_FIELDS, FLOAT_FIELDS, TokenStats, stats_from_parts, stats_parts
 
 #: The cap, in MB (2^20 bytes), unless `$MIA_LENS_CACHE_MAX_MB` says otherwise (0: keep nothing). At 70–130 bytes
 #: per scored token (127 measured on short texts), 1 GB holds 8–15 million tokens: several benchmark runs, while
@@ -109,7 +109,7 @@ class StatsCache:
         found = _decode(data)
         try:
             stats = stats_from_parts(text, *found) if found is not None else None
-        except (KeyError, ValueError, TypeError):  # well-formed arrays, metadata of another shape: a miss
+        except (KeyError, ValueError, TypeError, OverflowError):  # well-formed arrays, metadata of another shape: a miss
             return None
         if stats is None:
             return None
@@ -218,6 +218,11 @@ def _decode(data: bytes) -> tuple[dict[str, np.ndarray], dict] | None:
             arrays[name] = np.frombuffer(memory, dtype=dtype, count=count, offset=body + offset).reshape(shape)
         if set(arrays) != set(ARRAY_FIELDS):
             return None
+        n = arrays["token_ids"].shape[0] if arrays["token_ids"].ndim == 1 else -1
+        for name, array in arrays.items():
+            shape = (n, 2) if name == "offsets" else (n,)
+            if array.shape != shape or array.dtype.kind != ("f" if name in FLOAT_FIELDS else "i"):
+                return None
         return arrays, header["meta"]
-    except (ValueError, KeyError, TypeError):  # truncated or altered: a miss
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):  # truncated or altered: a miss
         return None

@@ -75,7 +75,8 @@ def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, 
     Methods that read only the statistics and inputs the caller gave (no `prepare` hook, no model pass of their
     own) are scored text by text while the target's statistics stream in, so on a GPU their work overlaps the
     next batch; every other method is scored once all statistics are back. Scores and errors are the same either
-    way: a text's error is raised after the pass, the first by method order then text number.
+    way: a text's error is raised after the pass, the first by method order then text number; a missing or bad
+    input is raised where it was before (then nothing streams, and every method is scored after the pass).
     """
     specs = [get_method(m) for m in dict.fromkeys(methods)]  # each method once, in the given order
     StatsPolicy(bos, long_text)  # both policies checked before any model pass
@@ -85,16 +86,19 @@ def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, 
     given.update(helper_inputs(specs, given, texts))
     check_backend(backend)
     where = {"backend": backend, "ray_address": ray_address, "ray_options": ray_options}
-    streamed = [s for s in specs if s.prepare is None and set(s.needs) <= {"stats", *GIVEN_NEEDS}]
-    early = supply(Request(lm, texts, [], bos, long_text, streamed, given, where, progress))
-    stream = _Stream(streamed, method_params, early, len(texts))
     if stats is not None:
         stats = _given_stats(stats, texts, bos)
-    elif backend != "local" and any("lowercase_stats" in s.needs for s in specs):
+    streamed = [s for s in specs if s.prepare is None and set(s.needs) <= {"stats", *GIVEN_NEEDS}]
+    try:
+        early = supply(Request(lm, texts, [], bos, long_text, streamed, given, where, progress))
+    except (TypeError, ValueError, OSError):  # raised below by `supply`, in the order of every method's needs
+        streamed, early = [], {}
+    stream = _Stream(streamed, method_params, early, len(texts))
+    if stats is None and backend != "local" and any("lowercase_stats" in s.needs for s in specs):
         both = text_stats(lm, texts + [t.lower() for t in texts], bos=bos, long_text=long_text, progress=progress,
                           **where)  # one pass of the actors (each loads the model) for both
         stats, given["lowercase_stats"] = both[:len(texts)], both[len(texts):]
-    else:
+    elif stats is None:
         stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, on_stats=stream.score, **where)
     req = Request(lm, texts, list(stats), bos, long_text, specs, given, where, progress)
     supplied = supply(req, early)
@@ -119,11 +123,11 @@ class _Stream:
         self.errors: dict[str, dict[int, ValueError]] = {spec.name: {} for spec in specs}
 
     def score(self, i: int, stats: TokenStats) -> None:
-        """Score text `i` with every streamed method (a ValueError is kept for `values`)."""
+        """Score text `i` with every streamed method (an error is kept for `values`, which raises it in order)."""
         for fn, params, inputs, name in self.work:
             try:
                 self.scores[name][i] = fn(stats, params, **inputs).value
-            except ValueError as err:
+            except Exception as err:  # noqa: BLE001  (raised by `values` where scoring afterwards would raise it)
                 self.errors[name][i] = err
 
     def values(self, spec: MethodSpec, stats: list[TokenStats]) -> list[float]:
@@ -134,7 +138,9 @@ class _Stream:
                 self.score(i, st)
         if errors:
             first = min(errors)
-            raise ValueError(f"text {first}: {errors[first]}") from None
+            if isinstance(errors[first], ValueError):  # as `_score_all` names it
+                raise ValueError(f"text {first}: {errors[first]}") from None
+            raise errors[first]
         return scores  # type: ignore[return-value]
 
 

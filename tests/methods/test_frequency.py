@@ -198,3 +198,10 @@ def test_generator_consumed_lazily(tok, texts):
     assert all(p - d <= 10 for d, p, _ in seen_at_progress)
     assert all(total is None for _, _, total in seen_at_progress)
     np.testing.assert_array_equal(table.counts, naive_counts(tok, texts, len(tok)))
+
+
+def test_a_table_of_counts_that_are_not_whole_numbers_is_refused():
+    with pytest.raises(ValueError, match="whole numbers"):
+        FrequencyTable(np.array([1.5, 2.0]), "x", "c", 1)
+    table = FrequencyTable(np.array([3.0, 1.0]), "x", "c", 1)  # whole numbers in floats are counts
+    assert table.counts.dtype == np.int64 and table.total == 4 and not table.counts.flags.writeable

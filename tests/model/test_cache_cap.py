@@ -137,7 +137,9 @@ def test_entries_of_the_earlier_format_are_misses_but_counted_and_cleared(tmp_pa
     assert cache.clear().entries == 1 and not old.exists()
 
 
-@pytest.mark.parametrize("damage", ["object dtype", "past the end", "wrong magic", "not json", "missing array"])
+@pytest.mark.parametrize("damage", ["object dtype", "past the end", "wrong magic", "not json", "missing array",
+                                    "float ids", "short array", "name past the end", "name at infinity",
+                                    "negative name", "deep json"])
 def test_a_damaged_entry_is_a_miss_never_unpickled(tmp_path, stats, damage):
     cache = StatsCache(tmp_path, max_bytes=10**12)
     key = "d" * 64
@@ -153,7 +155,16 @@ def test_a_damaged_entry_is_a_miss_never_unpickled(tmp_path, stats, damage):
         header["arrays"][-1][3] += 10**6
     elif damage == "missing array":
         header["arrays"] = header["arrays"][1:]
-    body = json.dumps(header).encode() if damage != "not json" else b"{" * length
+    elif damage == "float ids":
+        header["arrays"][0][1] = "<f8"
+    elif damage == "short array":
+        header["arrays"][-1][2] = [header["arrays"][-1][2][0] - 1]
+        header["arrays"][-1][4] -= 8
+    elif damage.startswith("name") or damage == "negative name":
+        j = {"name past the end": 10**6, "name at infinity": float("inf"), "negative name": -1}[damage]
+        header["meta"]["token_names"] = [[j, "x"]]
+    body = {"not json": b"{" * length, "deep json": b"[" * 100_000 + b"]" * 100_000}.get(damage,
+                                                                                         json.dumps(header).encode())
     data = data[:len(stats_cache.MAGIC)] + len(body).to_bytes(8, "little") + body + data[start + length:]
     path.write_bytes(b"NOT-MIA" + data[7:] if damage == "wrong magic" else data)
     assert cache.get(key, stats[0].text) is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from mia_core.model import forward, language_model, pipeline
 from mia_core.model.forward import FLOAT_STATS, INT_STATS, Segment
@@ -106,3 +107,27 @@ def test_the_last_batch_is_cut_into_shrinking_pieces_when_launching_ahead():
     assert [i for b in cut for i in b] == list(range(66))  # the same order: longest first
     assert pipeline.split_tail([[0, 1, 2]], cuts=3) == [[0, 1, 2]]  # too few segments to cut
     assert pipeline.split_tail([]) == []
+
+
+@pytest.mark.parametrize("fails_at", [1, 2, 3, 5])
+def test_out_of_memory_while_launching_ahead_finishes_what_was_launched(llama_lm, monkeypatch, fails_at):
+    segments = segments_of(llama_lm, random_texts(80, seed=7, min_words=2, max_words=40))
+    assert len(pipeline.split_tail(forward.pack_batches(segments, 1024))) > 5
+    plain = collect(pipeline.iter_batches(llama_lm.model, segments, batch_tokens=256, lookahead=0), len(segments))
+    real, calls = pipeline.batch_stats, []
+
+    def fails_once(*args):
+        calls.append(1)
+        if len(calls) == fails_at:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(*args)
+
+    monkeypatch.setattr(pipeline, "batch_stats", fails_once)
+    monkeypatch.setattr(pipeline.torch.cuda, "empty_cache", lambda: None)
+    batches = list(pipeline.iter_batches(llama_lm.model, segments, batch_tokens=1024, lookahead=1,
+                                         min_batch_tokens=256))
+    assert [b.budget for b in batches][-1] == 512 and len(calls) > fails_at
+    got = collect(batches, len(segments))  # every segment exactly once, the launched ones kept
+    for a, b in zip(got, plain):
+        for name in FIELDS:  # batch shapes differ: float32 rounding, as batched vs alone
+            np.testing.assert_allclose(a[name], b[name], rtol=0, atol=1e-4)

@@ -40,7 +40,25 @@ def test_the_first_error_is_the_same_as_when_scored_afterwards(llama_lm, monkeyp
     assert str(streamed.value) == str(afterwards.value)
 
 
-def test_a_missing_input_is_named_before_any_model_pass(llama_lm, monkeypatch):
-    monkeypatch.setattr(pipeline, "_launch", lambda *a: pytest.fail("the model ran"))
-    with pytest.raises(TypeError, match="dc_pdd.*freq="):
-        score_texts(llama_lm, ["A text."], ["loss", "dc_pdd"])
+def test_missing_inputs_are_named_in_the_order_they_were(llama_lm):
+    with pytest.raises(TypeError, match="'ref'.*ref_model="):  # the reference pass's need comes before freq=
+        score_texts(llama_lm, ["A text."], ["dc_pdd", "ref"])
+    with pytest.raises(ValueError, match="stats= must hold"):  # given statistics are checked first, as before
+        score_texts(llama_lm, ["A text."], ["dc_pdd"], stats=[])
+
+
+def test_an_error_of_another_kind_waits_its_turn(llama_lm, monkeypatch):
+    texts = random_texts(8, seed=14, min_words=5, max_words=20)
+    texts[3] = ""
+    real = METHODS["loss"].fn
+
+    def loss_failing_on_text_5(stats, params, **kwargs):
+        if stats.text == texts[5]:
+            raise RuntimeError("a plug-in method's own failure")
+        return real(stats, params, **kwargs)
+
+    monkeypatch.setitem(METHODS, "loss", dataclasses.replace(METHODS["loss"], fn=loss_failing_on_text_5))
+    with pytest.raises(ValueError, match="^text 3: "):  # min_k comes first, and fails on text 3
+        score_texts(llama_lm, texts, ["min_k", "loss"])
+    with pytest.raises(RuntimeError, match="plug-in"):  # loss first: text 3 is empty, but text 5 raises first…
+        score_texts(llama_lm, [t or "x y z" for t in texts], ["loss", "min_k"])

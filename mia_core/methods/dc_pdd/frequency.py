@@ -43,7 +43,10 @@ class FrequencyTable:
     """N: the total number of tokens counted."""
 
     def __post_init__(self) -> None:
-        counts = np.array(self.counts, dtype=np.int64)  # the table's own copy, so N stays its sum
+        given = np.asarray(self.counts)
+        counts = np.array(given, dtype=np.int64)  # the table's own copy, so N stays its sum
+        if counts.shape != given.shape or not np.array_equal(counts, given):
+            raise ValueError("frequency table counts must be whole numbers")
         counts.setflags(write=False)
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "total", int(counts.sum()))
