@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -43,7 +43,6 @@ PACK_MIN_SPLIT_TOKENS = 1024
 #: Use the fused one-pass Triton reduction where it is available (benches switch it off to compare).
 USE_FUSED_REDUCTION = True
 
-Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,7 @@ class LanguageModel:
         encodings = self._encode_many(texts)
         segments: list[Segment] = []
         slots: list[int] = []  # each segment's window number within its text
+        missing: list[int] = []  # windows of each text not back yet
         flags = []
         for owner, (ids, _) in enumerate(encodings):
             full = self._with_boundary(ids, bos)
@@ -172,9 +173,7 @@ class LanguageModel:
             flags.append(flag)
             segments += [Segment(owner, full[a:b], s) for a, b, s in windows]
             slots += range(len(windows))
-        missing = [0] * len(texts)  # windows of each text not back yet
-        for seg in segments:
-            missing[seg.owner] += 1
+            missing.append(len(windows))
         parts: list[list] = [[None] * n for n in missing]
         for i, text in enumerate(texts):
             if not missing[i]:

@@ -107,11 +107,11 @@ class StatsCache:
         except OSError:  # missing, or just evicted
             return None
         found = _decode(data)
-        try:
-            stats = stats_from_parts(text, *found) if found is not None else None
-        except (KeyError, ValueError, TypeError, OverflowError):  # well-formed arrays, metadata of another shape: a miss
+        if found is None:
             return None
-        if stats is None:
+        try:
+            stats = stats_from_parts(text, *found)
+        except (KeyError, ValueError, TypeError, OverflowError):  # well-formed arrays, metadata of another shape: a miss
             return None
         try:
             os.utime(path)  # least recently used goes first

@@ -120,7 +120,7 @@ class _Stream:
         self.work = [(spec.fn, params[spec.name], {n: supplied[n] for n in spec.needs if n != "stats"}, spec.name)
                      for spec in specs]
         self.scores: dict[str, list[float | None]] = {spec.name: [None] * n_texts for spec in specs}
-        self.errors: dict[str, dict[int, ValueError]] = {spec.name: {} for spec in specs}
+        self.errors: dict[str, dict[int, Exception]] = {spec.name: {} for spec in specs}
 
     def score(self, i: int, stats: TokenStats) -> None:
         """Score text `i` with every streamed method (an error is kept for `values`, which raises it in order)."""
