@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -69,6 +70,51 @@ def test_safe_frame_neutralises_only_string_cells_that_start_a_formula():
     assert frame["name"].tolist()[0] == "=1+1"  # the caller's frame is not changed
     written = to_csv_safe(pd.DataFrame({"=evil": ["x"], "v": [-1.5]}))
     assert written.splitlines() == ["'=evil,v", "x,-1.5"]  # a hostile column name too
+
+
+LIVE_STARTS = ("=", "+", "-", "@")
+
+
+def live_cells(text: str) -> list[str]:
+    """Cells a spreadsheet would run: those starting a formula, in the CSV parsed as a spreadsheet does (a bare `\r` or
+    `\n` outside quotes ends a row); numbers such as `-1.5` are numbers, not formulas."""
+    return [cell for row in csv.reader(io.StringIO(text, newline="")) for cell in row
+            if cell.startswith(LIVE_STARTS) and not is_number(cell)]
+
+
+def is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def test_line_breaks_inside_cells_are_quoted_so_no_row_starts_a_formula():
+    """A bare carriage return inside a cell (`x\r=1+1`) used to be written unquoted: readers split the row there and
+    the next one began with a live `=1+1`."""
+    cells = ["\r=1+1", "x\r=1+1", "y\n@SUM(A1)", "z\r\n+1", "plain"]
+    written = to_csv_safe(pd.DataFrame({"text": cells, "score": [-1.0, -2.0, -3.0, -4.0, -5.0]}))
+    assert live_cells(written) == []
+    back = list(csv.reader(io.StringIO(written, newline="")))
+    assert back[1:] == [["'\r=1+1", "-1.0"], ["x\r=1+1", "-2.0"], ["y\n@SUM(A1)", "-3.0"], ["z\r\n+1", "-4.0"],
+                        ["plain", "-5.0"]]
+    got = pd.read_csv(io.StringIO(written, newline=""))
+    assert got["text"].tolist() == ["'\r=1+1", *cells[1:]] and got["score"].tolist() == [-1.0, -2.0, -3.0, -4.0, -5.0]
+
+
+def test_cli_score_quotes_carriage_returns(tmp_path, model_dir):
+    texts = [f"word{i}\r=1+1 " + t for i, t in enumerate(random_texts(3, seed=4, min_words=20, max_words=30))]
+    src = tmp_path / "cr.jsonl"
+    src.write_text("\n".join(json.dumps({"id": f"a\r@{i}", "text": t}) for i, t in enumerate(texts)))
+    code, _, err = run_cli("score", "--model", model_dir, "--input", src, "--output", tmp_path / "s.csv",
+                           "--methods", "loss")
+    assert code == 0, err
+    written = (tmp_path / "s.csv").open(encoding="utf-8", newline="").read()
+    assert live_cells(written) == []
+    assert [r["id"] for r in rows(tmp_path / "s.csv")] == [f"a\r@{i}" for i in range(3)]
+    expected = score_texts(load_model(str(model_dir)), texts, ["loss"])["loss"].to_numpy()
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "s.csv")["loss"].to_numpy(), expected, rtol=1e-6)
 
 
 def test_audit_books_and_snippets_csv(tmp_path, model_dir):
