@@ -13,6 +13,7 @@ import typer
 
 from .lazy import LazyCommand, LazyGroup
 from .quiet import quiet_libraries
+from .terminal import echo, one_line
 
 #: Every command, in the order of `mia --help`: its module (with a Typer app `commands`) and one-line help.
 COMMANDS = {
@@ -68,7 +69,7 @@ def main() -> None:
         if os.environ.get("MIA_DEBUG"):
             raise
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
-        typer.echo(f"error: {message}", err=True)
+        echo(f"error: {one_line(message)}", err=True)  # one line, whatever a file name in it holds
         sys.exit(2)
     except typer.Abort:
         sys.exit(130)

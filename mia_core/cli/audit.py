@@ -19,6 +19,7 @@ from .app import fail
 from .groups import Backend, load, option_groups
 from .options import BosOpt, FreqOpt, KOpt, ModelOpt, ParamOpt, check_options, method_inputs, parse_params
 from .progress import progress_bar
+from .terminal import echo, one_line
 
 commands = typer.Typer()
 
@@ -88,9 +89,9 @@ def audit_books_cmd(
     run_id = plan_audit(results, ref, inputs.books, inputs.calibration, settings, inputs.problems, lm=lm, run_id=job_id,
                         backend=backend.name)
     for row in results.problems(run_id).itertuples():
-        typer.echo(f"warning: {row.role} book skipped: {row.message}", err=True)
+        echo(f"warning: {row.role} book skipped: {one_line(row.message)}", err=True)
     done, total = results.progress(run_id)
-    typer.echo(f"job {run_id}: {total} snippets" + (f", {done} already scored (resuming)" if done else "")
+    echo(f"job {run_id}: {total} snippets" + (f", {done} already scored (resuming)" if done else "")
                + f"; store {results.path}", err=True)
     try:
         progress = progress_bar("scoring snippets", "snippets", done=done, total=total)  # a resumed job counts on
@@ -100,11 +101,11 @@ def audit_books_cmd(
     result = audit_result(results, run_id, settings)
     paths = write_report(result, output_dir, lm)
     cal = result.calibration
-    typer.echo(f"calibration: AUROC {cal.auroc:.3f} [{cal.auroc_ci[0]:.3f}, {cal.auroc_ci[1]:.3f}], threshold "
+    echo(f"calibration: AUROC {cal.auroc:.3f} [{cal.auroc_ci[0]:.3f}, {cal.auroc_ci[1]:.3f}], threshold "
                f"{cal.threshold:.4g}, TPR {cal.tpr:.1%}, FPR {cal.fpr:.1%}")
     for warning in cal.warnings:
-        typer.echo(f"  warning: {warning}")
+        echo(f"  warning: {warning}")
     for row in result.books.itertuples():
-        typer.echo(f"{row.book[:40]:40s} {row.n_snippets:5d} snippets  rate {row.rate:6.1%}  prevalence {row.prevalence:6.1%} "
+        echo(f"{one_line(row.book)[:40]:40s} {row.n_snippets:5d} snippets  rate {row.rate:6.1%}  prevalence {row.prevalence:6.1%} "
                    f"[{row.prevalence_lo:.0%}, {row.prevalence_hi:.0%}]  p_adj {row.p_adj:.2g}\n    {row.verdict}")
-    typer.echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)
+    echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)

@@ -10,6 +10,7 @@ import typer
 
 from ..model.stats_cache import MB, StatsCache
 from ..paths import cache_root
+from .terminal import echo
 
 commands = typer.Typer()
 cache_app = typer.Typer(no_args_is_help=True, help="The token-statistics cache (holds the token text of every "
@@ -27,14 +28,14 @@ def cache_info() -> None:
     """Where the statistics cache is, how many entries it holds, its size and its cap."""
     cache = stats_cache()
     usage = cache.usage()
-    typer.echo(f"path: {usage.path}")
-    typer.echo(f"entries: {usage.entries}")
-    typer.echo(f"size: {usage.bytes / MB:.2f} MB")
-    typer.echo(f"cap: {cache.max_bytes / MB:.2f} MB (MIA_LENS_CACHE_MAX_MB; least recently used entries go first)")
+    echo(f"path: {usage.path}")
+    echo(f"entries: {usage.entries}")
+    echo(f"size: {usage.bytes / MB:.2f} MB")
+    echo(f"cap: {cache.max_bytes / MB:.2f} MB (MIA_LENS_CACHE_MAX_MB; least recently used entries go first)")
 
 
 @cache_app.command("clear")
 def cache_clear() -> None:
     """Remove every cached statistics entry (the token text of scored texts); later runs recompute them."""
     removed = stats_cache().clear()
-    typer.echo(f"removed {removed.entries} entries ({removed.bytes / MB:.2f} MB) from {removed.path}")
+    echo(f"removed {removed.entries} entries ({removed.bytes / MB:.2f} MB) from {removed.path}")

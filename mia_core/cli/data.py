@@ -20,6 +20,7 @@ from .app import fail
 from .groups import load, option_groups
 from .options import ModelOpt, writable
 from .progress import progress_bar
+from .terminal import echo
 
 commands = typer.Typer()
 freq_app = typer.Typer(no_args_is_help=True, help="Token-frequency tables (for DC-PDD).")
@@ -52,18 +53,18 @@ def freq_build(
     if table.total == 0:
         fail(f"the corpus has no tokens: {', '.join(map(str, sources))}")
     table.save(output)
-    typer.echo(f"counted {table.total:,} tokens in {table.n_texts:,} texts → {output}", err=True)
+    echo(f"counted {table.total:,} tokens in {table.n_texts:,} texts → {output}", err=True)
 
 
 @commands.command("datasets")
 def list_datasets() -> None:
     """List the built-in labelled sets (usable as --input of mia eval) and the public hub benchmarks."""
     for item in builtin_sets():
-        typer.echo(f"{item['name']:12s} {item['description']}")
-    typer.echo("\nPublic benchmarks (Benchmark page, or mia_core.inputs.benchmarks.load_benchmark; labels: 1 = member):")
+        echo(f"{item['name']:12s} {item['description']}")
+    echo("\nPublic benchmarks (Benchmark page, or mia_core.inputs.benchmarks.load_benchmark; labels: 1 = member):")
     for name, spec in BENCHMARKS.items():
         where = spec.repo or f"local files only: {spec.home}"
-        typer.echo(f"{name:28s} {spec.description}\n{'':28s} caution: {spec.caution}\n"
+        echo(f"{name:28s} {spec.description}\n{'':28s} caution: {spec.caution}\n"
                    f"{'':28s} source: {where}; licence: {spec.licence}")
 
 
@@ -81,7 +82,7 @@ def demo_build(
         steps(step, total, note=f"loss {loss:.3f}")
 
     record = build_demo(output_dir, seed=seed, settings=LoraSettings(seed=seed, epochs=epochs, lr=lr), progress=progress)
-    typer.echo(json.dumps(record, indent=1))
+    echo(json.dumps(record, indent=1))
 
 
 @commands.command("methods")
@@ -94,10 +95,10 @@ def list_methods(
     """List the available methods and what each needs."""
     if model is not None:
         lm = load(model, options)
-        typer.echo("\n".join(allowed_lines(lm, f"{model} ({lm.name})" if lm.name != model else model)))
+        echo("\n".join(allowed_lines(lm, f"{model} ({lm.name})" if lm.name != model else model)))
         return
     for spec in METHODS.values():
-        typer.echo("\n".join(method_lines(spec)))
+        echo("\n".join(method_lines(spec)))
 
 
 def method_lines(spec: MethodSpec) -> list[str]:

@@ -15,6 +15,7 @@ from .app import fail
 from .groups import load, option_groups
 from .options import BosOpt, LongTextOpt, ModelOpt, RefModelOpt, TextColumnOpt, check_options, is_named_set, writable
 from .progress import progress_bar
+from .terminal import echo
 
 commands = typer.Typer()
 
@@ -73,9 +74,9 @@ def dataset_inference_cmd(
               "validation": str(validation), "bos": bos, "long_text": long_text, "ref_model": ref_model}
     output.write_text(json.dumps(report, indent=2))
     check = result.check
-    typer.echo(f"p-value: {result.p_value:.4g} (median of {shuffles}; {result.test.n_train} texts per side trained "
+    echo(f"p-value: {result.p_value:.4g} (median of {shuffles}; {result.test.n_train} texts per side trained "
                f"the model, {result.test.n_test_suspect} suspect and {result.test.n_test_validation} validation held out)")
-    typer.echo(f"false-positive check (validation vs itself): p = {check.p_value:.4g} — "
+    echo(f"false-positive check (validation vs itself): p = {check.p_value:.4g} — "
                f"{'REJECTS: the result cannot be trusted' if check.rejects else 'does not reject, as it should'}")
-    typer.echo(result.conclusion)
-    typer.echo(f"wrote {output}", err=True)
+    echo(result.conclusion)
+    echo(f"wrote {output}", err=True)

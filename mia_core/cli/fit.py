@@ -21,6 +21,7 @@ from .options import (
     parse_params, writable,
 )
 from .progress import progress_bar
+from .terminal import echo
 
 commands = typer.Typer()
 
@@ -66,6 +67,6 @@ def fit_cmd(
                             split=FitSplit(train_fraction, seed, batch_tokens), params=params, bos=bos,
                             source=str(input), progress=progress_bar("fitting", None))
     fitted.value.save(output)
-    typer.echo(f"{spec.label}, {fitted.value.describe()}")
-    typer.echo(f"wrote {output} (score with: mia score --methods {method} --param {spec.supervised.fits}={output})",
+    echo(f"{spec.label}, {fitted.value.describe()}")
+    echo(f"wrote {output} (score with: mia score --methods {method} --param {spec.supervised.fits}={output})",
                err=True)

@@ -18,6 +18,7 @@ from ..model.options import ModelOptions, ModelRef
 from ..runs.backends import BACKENDS
 from ..runs.ray_driver import RayOptions, require_ray
 from .app import fail
+from .terminal import echo
 
 DeviceOpt = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
 DtypeOpt = typer.Option("auto", "--dtype", help="auto (bfloat16 on GPUs that support it, else float16; float32 on CPU "
@@ -114,5 +115,5 @@ def option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def load(spec: str, options: ModelOptions) -> LanguageModel:
     """Load a model with these options, saying so on stderr."""
-    typer.echo(f"loading model {spec} …", err=True)
+    echo(f"loading model {spec} …", err=True)
     return options.load(spec)

@@ -24,6 +24,7 @@ from ..stamp import stamp_for
 from .app import fail
 from .groups import load, option_groups
 from .options import BosOpt, KOpt, ModelOpt, ParamOpt, check_options, method_names, parse_params, writable
+from .terminal import echo
 
 commands = typer.Typer()
 
@@ -72,12 +73,12 @@ def heatmap_cmd(
         try:
             panels.append(make_panel(name, score(name, stats, **passes, **taken), scale=scale))
         except ValueError as err:  # e.g. Tag&Tab on a text without a word to tag: left out, as on Explore
-            typer.echo(f"warning: {spec.label}: {err}; left out", err=True)
+            echo(f"warning: {spec.label}: {err}; left out", err=True)
     if not panels:
         fail("no method could score the text")
     stamp = stamp_for(model, lm.fingerprint, text, bos, k=k, **dict(sorted(params.items())))
     output.write_bytes(heatmap_document(stats, panels, stamp, lm.tokenizer.decode).encode("utf-8"))
-    typer.echo(f"wrote {len(panels)} heatmaps of {stats.n_scored:,} tokens to {output}", err=True)
+    echo(f"wrote {len(panels)} heatmaps of {stats.n_scored:,} tokens to {output}", err=True)
 
 
 def check_drawable(name: str) -> None:

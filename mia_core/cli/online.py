@@ -22,6 +22,7 @@ from .app import fail
 from .groups import load, option_groups
 from .options import BosOpt, KOpt, ModelOpt, TextColumnOpt, check_options, writable
 from .progress import progress_bar
+from .terminal import echo
 
 commands = typer.Typer()
 
@@ -63,7 +64,7 @@ def audit_online_cmd(
         stats, table = detect_online(lm, text, params, progress=progress_bar("scoring"))
         table.insert(1, "label", label_windows(stats, table, spans))
         table.insert(0, "id", "joined")
-        typer.echo(f"window AUROC ({method}, {window} tokens, {len(table)} windows): "
+        echo(f"window AUROC ({method}, {window} tokens, {len(table)} windows): "
                    f"{window_auroc(table, table['label']):.4f}")
     else:
         tables = []
@@ -77,4 +78,4 @@ def audit_online_cmd(
                 progress(done, len(data))
         table = pd.concat(tables, ignore_index=True)
     to_csv_safe(table, output)
-    typer.echo(f"wrote {len(table)} windows to {output}", err=True)
+    echo(f"wrote {len(table)} windows to {output}", err=True)

@@ -17,6 +17,7 @@ from typing import TextIO
 from tqdm.auto import tqdm
 
 from ..audit.timing import clock_text as clock  # m:ss / h:mm:ss, one formatter for the audit page and the CLI
+from .terminal import one_line
 
 #: Lines per pass when stderr is not a terminal (one each tenth of the work).
 STEPS = 10
@@ -49,7 +50,7 @@ class PlainProgress:
         step = min(STEPS, STEPS * done // total)
         if step > self.step:
             self.step = step
-            self.stream.write(self.line(done, total) + (f", {note}" if note else "") + "\n")
+            self.stream.write(one_line(self.line(done, total) + (f", {note}" if note else "")) + "\n")
             self.stream.flush()
 
     def line(self, done: int, total: int) -> str:

@@ -12,6 +12,8 @@ import os
 import sys
 import warnings
 
+from .terminal import one_line
+
 #: Environment read by the libraries at import: their progress bars off, only errors logged.
 QUIET_ENVIRONMENT = {
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # huggingface_hub downloads, and transformers' "Loading weights" bar
@@ -31,7 +33,7 @@ LIBRARIES = (r"(torch|transformers|tokenizers|datasets|huggingface_hub|accelerat
 
 def show_one_line(message, category, filename, lineno, file=None, line=None) -> None:
     """Print a warning as `warning: message` on stderr (the default adds the file, line and source of the call)."""
-    (file or sys.stderr).write(f"warning: {message}\n")
+    (file or sys.stderr).write(f"warning: {one_line(message)}\n")
 
 
 def quiet_libraries() -> None:

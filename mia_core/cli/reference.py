@@ -25,6 +25,7 @@ from .options import (
 from .progress import progress_bar
 from ..inputs import datasets
 from ..inputs.tables import read_texts
+from .terminal import echo
 
 commands = typer.Typer()
 reference_app = typer.Typer(no_args_is_help=True, help="Reference sets: known non-members' scores, for p-values "
@@ -70,17 +71,17 @@ def build(
     reference = build_reference(lm, data["text"].tolist(), names, k=k, bos=bos, long_text=long_text,
                                 params=params, source=str(input), progress=progress_bar("scoring"))
     save_reference(reference, output)
-    typer.echo(reference.describe())
-    typer.echo(f"wrote {output}", err=True)
+    echo(reference.describe())
+    echo(f"wrote {output}", err=True)
 
 
 @reference_app.command("show")
 def show(folder: Path = typer.Argument(..., help="a folder written by mia reference build")) -> None:
     """Print what a reference set holds: model, fingerprint, settings, sizes and score ranges."""
     reference = load_reference(folder)
-    typer.echo(reference.describe())
-    typer.echo(json.dumps({k: v for k, v in reference.manifest().items() if k != "format"}, indent=2))
-    typer.echo(reference.table[list(reference.methods)].describe().loc[["min", "50%", "max"]].to_string())
+    echo(reference.describe())
+    echo(json.dumps({k: v for k, v in reference.manifest().items() if k != "format"}, indent=2))
+    echo(reference.table[list(reference.methods)].describe().loc[["min", "50%", "max"]].to_string())
 
 
 def is_reference_set(path: Path | None) -> bool:
@@ -107,7 +108,7 @@ def reference_for(path: Path, lm: LanguageModel, names: list[str], *, k: float |
     """The reference set `mia score --reference` compares with: a saved folder (checked) or the demo's built-in one."""
     if str(path) == DEMO_REFERENCE and not path.exists():
         check_reference_methods(names)
-        typer.echo("scoring the demo reference set (half the demo-wiki non-members; statistics are cached) …", err=True)
+        echo("scoring the demo reference set (half the demo-wiki non-members; statistics are cached) …", err=True)
         return demo_reference(lm, names, k=k, bos=bos, params=params, progress=progress_bar("reference"))
     reference = load_reference(path)
     check_model(reference, lm.fingerprint, lm.name)
@@ -122,6 +123,6 @@ def add_p_values(df: pd.DataFrame, reference: ReferenceSet, texts: list[str], lm
     if dtype != reference.dtype:
         notes.append(f"the reference was scored in {reference.dtype}, these texts in {dtype}: scores differ slightly")
     for note in notes:
-        typer.echo(f"note: {note}", err=True)
-    typer.echo(f"p-values against {reference.describe()}", err=True)
+        echo(f"note: {note}", err=True)
+    echo(f"p-values against {reference.describe()}", err=True)
     return pd.concat([df, extra], axis=1)

@@ -28,6 +28,7 @@ from .options import (
     writable,
 )
 from .progress import progress_bar
+from .terminal import echo
 
 commands = typer.Typer()
 
@@ -86,7 +87,7 @@ def score(
         df = add_p_values(df, ref_set, texts, lm, names)
     df.insert(0, "id", data["id"].to_numpy())
     to_csv_safe(df, output)
-    typer.echo(f"wrote {len(df)} rows × {len(names)} methods to {output}", err=True)
+    echo(f"wrote {len(df)} rows × {len(names)} methods to {output}", err=True)
 
 
 @commands.command("eval")
@@ -157,7 +158,7 @@ def evaluate_cmd(
         fail(str(err))
     report_eval(result, lm, output, scores_output, input, per_class, text_column, label_column)
     if is_named_set(input) and str(input) in DEMO_SET_NOTES:
-        typer.echo(f"note: {DEMO_SET_NOTES[str(input)]}")
+        echo(f"note: {DEMO_SET_NOTES[str(input)]}")
 
 
 def report_eval(result, lm: LanguageModel, output: Path, scores_output: Path | None, input: Path,
@@ -166,17 +167,17 @@ def report_eval(result, lm: LanguageModel, output: Path, scores_output: Path | N
     report, excluded = result.report, int((~result.held_out).sum())
     given = [get_method(m).label for m in report["run"]["methods"] if get_method(m).supervised and m not in result.fitted]
     if excluded and given:
-        typer.echo(f"note: {excluded} of {len(result.held_out)} texts were in the training split of "
+        echo(f"note: {excluded} of {len(result.held_out)} texts were in the training split of "
                    f"{', '.join(given)}; every method is evaluated on the other {int(result.held_out.sum())}", err=True)
     for role, record in {r: v for r, v in report.get("helpers", {}).items() if r != "split"}.items():
-        typer.echo(f"note: {record['n']} texts as {role} ({record['source']}); no method scores them", err=True)
+        echo(f"note: {record['n']} texts as {role} ({record['source']}); no method scores them", err=True)
     report["run"]["command"] = reproduce_command(report["run"], input_name=str(input), per_class=per_class,
                                                  text_column=text_column, label_column=label_column)
     output.write_text(json.dumps(report, indent=2))
     if scores_output is not None:
         to_csv_safe(result.scores, scores_output)
     for method, value in result.fitted.items():
-        typer.echo(f"{get_method(method).label}, {value.describe()}; metrics on the {int(result.held_out.sum())} "
+        echo(f"{get_method(method).label}, {value.describe()}; metrics on the {int(result.held_out.sum())} "
                    "held-out texts:")
-    typer.echo(format_report(report, report["run"]["methods"]))
-    typer.echo(f"wrote {output}", err=True)
+    echo(format_report(report, report["run"]["methods"]))
+    echo(f"wrote {output}", err=True)

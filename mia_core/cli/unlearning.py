@@ -18,6 +18,7 @@ from .app import fail
 from .groups import load, option_groups
 from .options import BosOpt, KOpt, TextColumnOpt, check_options, writable
 from .progress import progress_bar
+from .terminal import echo, one_line
 
 commands = typer.Typer()
 
@@ -63,12 +64,12 @@ def audit_unlearning_cmd(
                              progress=progress_bar("scoring chunks under both models", None))
     to_csv_safe(table, output)
     suspects = table[table["suspect"]]
-    typer.echo(f"{len(suspects)} of {len(table)} chunks are suspects: {method} ratio in "
+    echo(f"{len(suspects)} of {len(table)} chunks are suspects: {method} ratio in "
                f"({1 / band:.4f}, {band:g}) — the unlearned model scores them about as the original did")
     for row in suspects.head(SHOWN).itertuples():
         words = row.text.split()
         preview = " ".join(words[:12]) + (" …" if len(words) > 12 else "")
-        typer.echo(f"  {row.rank:4d}. {row.chunk_id}  ratio {row.ratio:.4f}  {preview}")
+        echo(f"  {row.rank:4d}. {one_line(row.chunk_id)}  ratio {row.ratio:.4f}  {one_line(preview)}")
     if len(suspects) > SHOWN:
-        typer.echo(f"  … {len(suspects) - SHOWN} more in {output}")
-    typer.echo(f"wrote {len(table)} chunks to {output}", err=True)
+        echo(f"  … {len(suspects) - SHOWN} more in {output}")
+    echo(f"wrote {len(table)} chunks to {output}", err=True)
