@@ -1,6 +1,7 @@
 """Model loading: safety defaults, clear offline errors, and the embedded demo model (integration)."""
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 
 from mia_core import METHODS, ModelLoadError, load_model, score_texts
 
+from tests.support.cli_runner import run_cli
 from tests.support.oracle import naive_stats
 from tests.support.tiny import tiny_llama, tiny_tokenizer
 
@@ -97,3 +99,22 @@ def test_corrupt_weights_are_a_clear_load_error(tmp_path):
     (folder / "model.safetensors").write_bytes(b"not safetensors")
     with pytest.raises(ModelLoadError, match="could not load the model"):
         load_model(str(folder))
+
+
+@pytest.mark.parametrize("extra_layers, needle", [(2, "are missing from the files"), (-1, "have no place in the config")])
+def test_a_config_that_does_not_match_its_weights_is_refused(tmp_path, extra_layers, needle):
+    """More layers in config.json than in the weights loaded with random layers, and fewer dropped weights: silently."""
+    folder = tmp_path / "model"
+    tok = tiny_tokenizer(300)
+    tiny_llama(len(tok), seed=0).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    load_model(str(folder))  # as saved: loads
+    config = json.loads((folder / "config.json").read_text())
+    config["num_hidden_layers"] += extra_layers
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match=needle) as caught:
+        load_model(str(folder))
+    assert "model.layers." in str(caught.value) and "do not match its config.json" in str(caught.value)
+    (tmp_path / "in.jsonl").write_text('{"text": "one text"}')
+    code, _, err = run_cli("score", "--model", folder, "--input", tmp_path / "in.jsonl", "--output", tmp_path / "o.csv")
+    assert code == 2 and err.splitlines()[-1].startswith("error: ") and needle in err.splitlines()[-1]
