@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from ..inputs import datasets, limits
 from ..inputs.documents import SUFFIXES as DOCUMENT_SUFFIXES
 from ..inputs.documents import DocumentError, document_text
-from ..inputs.limits import MAX_BOOK_BYTES, MAX_SOURCE_BYTES, ZIP_ERRORS, TooLarge
+from ..inputs.limits import MAX_BOOK_BYTES, MAX_BOOK_TEXT_CHARS, MAX_SOURCE_BYTES, ZIP_ERRORS, TooLarge
 from ..inputs.tables import TABLE_SUFFIXES, InputError, read_table
 
 #: Folder names that label the books inside them in a calibration folder or zip.
@@ -183,7 +183,9 @@ def _file_reader(path: Path, name: str):
 def _zip_items(path: Path) -> list:
     """Like `_folder_items`, for the documents inside a zip (entries and sizes checked before reading).
 
-    A zip inside the zip is named as a problem, never opened (no nesting of bombs).
+    A zip inside the zip is named as a problem, never opened (no nesting of bombs); so is every other entry that is
+    not a book (an image, a .docx), so nothing in the zip is left out without a word. Hidden files (`.DS_Store`) and
+    macOS's `__MACOSX` folder are not books anyone put there: passed over.
     """
     try:
         archive = limits.open_zip(path)
@@ -191,10 +193,11 @@ def _zip_items(path: Path) -> list:
         raise InputError(f"{path}: {err}") from None
     except ZIP_ERRORS:
         raise InputError(f"{path}: not a readable zip file") from None
-    entries = sorted((i for i in archive.infolist() if not i.is_dir() and "__MACOSX" not in i.filename),
-                     key=lambda i: i.filename)
+    entries = sorted((i for i in archive.infolist() if not i.is_dir() and "__MACOSX" not in i.filename
+                      and not PurePosixPath(i.filename).name.startswith(".")), key=lambda i: i.filename)
     infos = [i for i in entries if PurePosixPath(i.filename).suffix.lower() in DOCUMENT_SUFFIXES]
     nested = [i for i in entries if PurePosixPath(i.filename).suffix.lower() == ".zip"]
+    others = [i for i in entries if PurePosixPath(i.filename).suffix.lower() not in (*DOCUMENT_SUFFIXES, ".zip")]
     if not infos and not nested:
         raise InputError(f"{path}: no {', '.join(DOCUMENT_SUFFIXES)} files in this zip")
     try:
@@ -202,7 +205,8 @@ def _zip_items(path: Path) -> list:
     except TooLarge as err:
         raise InputError(f"{path}: {err}") from None
     return ([(i.filename, _label_of(PurePosixPath(i.filename).parts), _zip_reader(archive, i)) for i in infos]
-            + [(i.filename, None, _nested_zip(i.filename)) for i in nested])
+            + [(i.filename, None, _nested_zip(i.filename)) for i in nested]
+            + [(i.filename, None, _not_a_book(i.filename)) for i in others])
 
 
 def _zip_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
@@ -217,6 +221,13 @@ def _zip_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
 def _nested_zip(name: str):
     def read() -> bytes:
         raise DocumentError(f"{name}: a zip inside a zip is not read; unzip it and add its books")
+    return read
+
+
+def _not_a_book(name: str):
+    def read() -> bytes:
+        kind = PurePosixPath(name).suffix or "a file without an extension"
+        raise DocumentError(f"{name}: not a book ({kind}); books are {', '.join(DOCUMENT_SUFFIXES)} files")
     return read
 
 
@@ -247,6 +258,9 @@ def _table_books(path: Path) -> tuple[list[Book], list[Problem]]:
             problems.append(Problem(name, f"{path}: book {name!r} has label {labels.pop()!r}; labels must be 0 or 1"))
         elif not text:
             problems.append(Problem(name, f"{path}: book {name!r} has no text"))
+        elif len(text) > MAX_BOOK_TEXT_CHARS:  # the bound of a book file holds for a book made of rows too
+            problems.append(Problem(name, f"{path}: book {name!r} has {len(text):,} characters of text, over the "
+                                          f"{MAX_BOOK_TEXT_CHARS:,} allowed for one book"))
         else:
             books.append(Book(name, text, str(path), int(labels.pop()) if labels else None))
     return books, problems

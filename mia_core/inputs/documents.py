@@ -62,7 +62,11 @@ def _plain_text(name: str, data: bytes) -> str:
 
 
 def _pdf_text(name: str, data: bytes) -> str:
-    """Page texts joined by blank lines, stopped once over the text bound (pages can inflate far beyond the file)."""
+    """Page texts joined by blank lines, stopped once over the text bound (pages can inflate far beyond the file).
+
+    An encrypted PDF that opens without a password (only its owner's permissions restricted, as many published
+    books) is read as any viewer reads it: pypdf tries the empty user password. One that needs a password is refused.
+    """
     reader, pages, total = None, [], 0
     try:
         reader = PdfReader(io.BytesIO(data))
@@ -74,8 +78,9 @@ def _pdf_text(name: str, data: bytes) -> str:
     except DocumentError:
         raise
     except Exception as err:  # pypdf raises its own errors, and ValueError/KeyError/RecursionError… on hostile files
-        if _encrypted(reader, data):
-            raise DocumentError(f"{name}: encrypted PDF not supported; save an unencrypted copy ({_reason(err)})") from None
+        if _encrypted(reader, data):  # one that opens without a password (owner-restricted) was read above
+            raise DocumentError(f"{name}: encrypted PDF not supported: it needs a password to open, or a decoder we do "
+                                f"not install (AES); save an unencrypted copy ({_reason(err)})") from None
         if isinstance(err, DependencyError):
             raise DocumentError(f"{name}: this PDF needs a decoder that is not installed ({_reason(err)})") from None
         raise DocumentError(f"{name}: not a readable PDF ({_reason(err)})") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from mia_core.audit import sources
 from mia_core.audit.sources import read_books, write_uploads
 from mia_core.inputs.tables import InputError
 
@@ -72,3 +73,29 @@ def test_uploads_with_nothing_readable_are_one_clear_error(tmp_path):
     source = write_uploads({"bad.jsonl": DEEP.encode(), "empty.txt": b" "}, tmp_path / "uploads")
     with pytest.raises(InputError, match="no readable book"):
         read_books(source)
+
+
+def test_zip_entries_that_are_not_books_are_named(tmp_path):
+    """An image or a .docx in a zip of books was skipped without a word; now each is a problem row."""
+    path = tmp_path / "books.zip"
+    path.write_bytes(zipped({"good.txt": words(30).encode(), "cover.jpg": b"\xff\xd8\xff jpeg",
+                             "notes/draft.docx": b"PK docx", "README": b"read me", ".DS_Store": b"\x00",
+                             "__MACOSX/._good.txt": b"\x00"}))
+    books, problems = read_books(path)
+    assert [b.name for b in books] == ["good"]
+    named = {p.book: p.message for p in problems}
+    assert set(named) == {"cover", "draft", "README"}, named  # hidden and __MACOSX files are nobody's books
+    assert named["cover"].startswith("cover.jpg: not a book (.jpg)") and "notes/draft.docx: not a book" in named["draft"]
+    assert "without an extension" in named["README"]
+
+
+def test_a_table_book_over_the_book_text_bound_is_a_problem(tmp_path, monkeypatch):
+    """The 50 M-character bound of a book file held for .txt/.pdf/.epub books but not for books made of table rows."""
+    monkeypatch.setattr(sources, "MAX_BOOK_TEXT_CHARS", 1_000)
+    table = pd.DataFrame({"book": ["long", "long", "short"], "text": ["a " * 300, "b " * 300, "c " * 100]})
+    for name in ("rows.csv", "rows.jsonl"):
+        path = tmp_path / name
+        table.to_csv(path, index=False) if name.endswith(".csv") else table.to_json(path, orient="records", lines=True)
+        books, problems = read_books(path)
+        assert [b.name for b in books] == ["short"]
+        assert [p.book for p in problems] == ["long"] and "1,202 characters of text, over the 1,000" in problems[0].message

@@ -5,7 +5,10 @@ import io
 
 import pytest
 
+from pypdf import PdfWriter
+
 from mia_core.inputs.documents import DocumentError, document_text
+from tests.inputs.test_hostile_files import aes_pdf, text_pdf
 
 
 def test_documents_text_pdf_epub_and_bad_files():
@@ -42,3 +45,22 @@ def test_documents_text_pdf_epub_and_bad_files():
     writer.write(out)
     with pytest.raises(DocumentError, match="no text found"):
         document_text("blank.pdf", out.getvalue())
+
+
+def rc4_pdf(text: str, user_password: str) -> bytes:
+    """A text PDF encrypted with RC4 (pypdf reads it without `cryptography`), opened by `user_password`."""
+    writer = PdfWriter(clone_from=io.BytesIO(text_pdf(text)))
+    writer.encrypt(user_password=user_password, owner_password="owner", algorithm="RC4-128")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_encrypted_pdfs_open_as_a_viewer_opens_them():
+    """What the docs say: read when it opens without a password (owner-restricted), refused when it needs one."""
+    assert b"/Encrypt" in rc4_pdf("x", "")
+    assert document_text("restricted.pdf", rc4_pdf("open to any reader", "")) == "open to any reader"
+    with pytest.raises(DocumentError, match="restricted.pdf: encrypted PDF not supported: it needs a password"):
+        document_text("restricted.pdf", rc4_pdf("locked words", "secret"))
+    with pytest.raises(DocumentError, match="secret.pdf: encrypted PDF not supported"):
+        document_text("secret.pdf", aes_pdf())  # AES-256 needs `cryptography`, which is not installed
