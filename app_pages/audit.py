@@ -6,10 +6,10 @@ from pathlib import Path
 import streamlit as st
 
 from mia_core.audit.jobs import AuditSettings, plan_audit
-from mia_core.audit.sources import Source, read_audit_inputs, write_uploads
+from mia_core.audit.sources import read_audit_inputs
 from mia_core.inputs.limits import MAX_ZIP_ENTRIES
 from mia_core.inputs.tables import InputError
-from mia_core.limits import MAX_UPLOAD_FILES, MAX_UPLOAD_SET_BYTES, RequestTooLarge, check_upload_set, is_run_id
+from mia_core.limits import MAX_UPLOAD_FILES, MAX_UPLOAD_SET_BYTES, is_run_id
 from mia_core.model.options import ModelRef
 from ui.audit_progress import cost_estimate_ui, progress_ui, results_store, runs_ui
 from ui.audit_results import results_ui
@@ -17,23 +17,13 @@ from ui.jobs import job_state, public_message, session_folder, start_scoring
 from ui.models import cached_model, pick_one_method
 from ui.params import changed, param_widgets
 from ui.places import AUDIT_WORDS, AUDITS
+from ui.uploads import saved_uploads
 
 #: The method chosen on a first visit (where the model allows it): the Min-K%++ paper's best.
 FIRST_CHOSEN = "min_k_pp"
 BOOK_TYPES = ["txt", "md", "pdf", "epub", "zip", "csv", "jsonl"]
 UPLOAD_HELP = (f"At most {MAX_UPLOAD_FILES} files and {MAX_UPLOAD_SET_BYTES // 1_000_000} MB at once; a zip holds at "
                f"most {MAX_ZIP_ENTRIES:,} entries.")
-
-
-def save_uploads(files, folder: Path) -> Source | None:
-    """Replace `folder`'s contents with the uploaded files; returns what to read (a path, or the files of a mixed upload),
-    or None, with the reason shown, for a set over the upload bounds."""
-    try:
-        check_upload_set([upload.size for upload in files], "This upload")
-    except RequestTooLarge as err:
-        st.error(str(err))
-        return None
-    return write_uploads({upload.name: upload.getvalue() for upload in files}, folder)
 
 
 def sources_ui(workdir: Path):
@@ -50,12 +40,11 @@ def sources_ui(workdir: Path):
                                        help=UPLOAD_HELP)
             others = st.file_uploader("Known non-members (e.g. published after the model's cut-off)", type=BOOK_TYPES[:4],
                                       accept_multiple_files=True, key="audit_nonmembers", help=UPLOAD_HELP)
+            saved = (saved_uploads(members, workdir / "cal" / "members"),
+                     saved_uploads(others, workdir / "cal" / "non_members"))
             if not members or not others:
                 st.info("Upload at least one known member and one known non-member book.")
-                calibration = None
-            else:
-                saved = save_uploads(members, workdir / "cal" / "members"), save_uploads(others, workdir / "cal" / "non_members")
-                calibration = None if None in saved else workdir / "cal"
+            calibration = None if None in saved else workdir / "cal"
     with right:
         st.markdown("**Books to audit**")
         books_choice = st.radio("Books", ["demo-books", "upload"], key="audit_books_choice", horizontal=True,
@@ -65,7 +54,7 @@ def sources_ui(workdir: Path):
         if books_choice == "upload":
             files = st.file_uploader("Books (.txt .md .pdf .epub, a .zip of them, or a .csv/.jsonl with book and text columns)",
                                      type=BOOK_TYPES, accept_multiple_files=True, key="audit_books", help=UPLOAD_HELP)
-            books = save_uploads(files, workdir / "books") if files else None
+            books = saved_uploads(files, workdir / "books")
     return calibration, books
 
 

@@ -23,6 +23,10 @@ MAX_HEATMAP_TOKENS = 2_000
 MAX_UPLOAD_FILES = 100
 #: Bytes of one upload set, its files together: 200 MB (each file is also held to `server.maxUploadSize`, 20 MB).
 MAX_UPLOAD_SET_BYTES = 200_000_000
+#: Bytes of uploads one session keeps saved at once, its upload sets together (the Book audit's members, non-members
+#: and books): 400 MB. Streamlit holds each uploaded file in the server's memory until the visitor removes it, and
+#: the page keeps a copy on disk; a set that would take the session over this is refused until others are removed.
+MAX_SESSION_UPLOAD_BYTES = 400_000_000
 #: Background book audits scoring at once in one dashboard server: 1. They share one model and device, so two
 #: at once only halve each other's speed and double the memory of the batches; a second one waits for the slot.
 MAX_BACKGROUND_JOBS = 1
@@ -54,6 +58,15 @@ def check_upload_set(sizes: Sequence[int], what: str = "this upload") -> None:
                               "MB allowed at once: run `mia audit-books` on a folder instead")
 
 
+def check_session_uploads(held: int, adding: int) -> None:
+    """Refuse an upload set of `adding` bytes when the session already keeps `held` and both pass
+    MAX_SESSION_UPLOAD_BYTES."""
+    if held + adding > MAX_SESSION_UPLOAD_BYTES:
+        raise RequestTooLarge(f"this session already keeps {held / 1e6:,.0f} MB of uploads; with these "
+                              f"{adding / 1e6:,.0f} MB it would pass the {MAX_SESSION_UPLOAD_BYTES / 1e6:,.0f} MB one "
+                              "session may keep: remove uploads you no longer need, or run `mia audit-books` on a folder")
+
+
 def is_run_id(value: object) -> bool:
     """Whether `value` is a string a run id may be (RUN_ID_PATTERN)."""
     return isinstance(value, str) and RUN_ID_PATTERN.fullmatch(value) is not None
@@ -64,3 +77,36 @@ def heatmap_pages(n_tokens: int, size: int = MAX_HEATMAP_TOKENS) -> list[tuple[i
     if size < 1:
         raise ValueError(f"size must be at least 1 (got {size})")
     return [(start, min(start + size, n_tokens)) for start in range(0, n_tokens, size)] or [(0, 0)]
+
+
+# --- Model work of dashboard requests: one line per server, a bound on what one request may cost (issue 31) ---
+#: Page requests computing with the model at once in one dashboard server: 1. They share one model and device, so
+#: two at once only halve each other's speed (four visitors scoring 16k tokens each on 2 CPU cores all ran past 15
+#: minutes); the others wait in a first-in, first-out line, each told its place (`ui.model_queue`). Background book
+#: audits are not in that line: they have their own slot (MAX_BACKGROUND_JOBS), so a page never waits for an audit.
+MODEL_WORK_SLOTS = 1
+#: Token-passes one page request may cost when the model runs on the CPU: 25,000 (its tokens × the model passes of
+#: its methods, the statistics pass counted once): ≈ 2.6 min at the 161 tok/s measured for the 135M demo model on 2
+#: CPU cores, so the fourth visitor in line waits ≈ 8 min, not forever. Larger requests: the command line (`mia`).
+MAX_REQUEST_TOKEN_PASSES_CPU = 25_000
+#: The same bound when the model runs on a GPU: 1,000,000 token-passes (≈ 2 min at ~10k tok/s for a 1B model).
+MAX_REQUEST_TOKEN_PASSES_GPU = 1_000_000
+#: Seconds a request's place in line is kept after its session's script was rerun (the rerun claims it back), and
+#: the longest a page waits between two looks at whether its session still exists: work whose browser session
+#: ended leaves the line, or stops at the next batch of the model, well within 10 s.
+MODEL_QUEUE_GRACE_S = 3.0
+
+
+def token_pass_bound(device_type: str) -> int:
+    """The token-passes one request may cost on a device of this type ("cpu", "cuda", "mps": GPUs share a bound)."""
+    return MAX_REQUEST_TOKEN_PASSES_CPU if device_type == "cpu" else MAX_REQUEST_TOKEN_PASSES_GPU
+
+
+def check_request_cost(token_passes: int, device_type: str, what: str = "This request") -> None:
+    """Refuse a request whose estimated token-passes exceed the bound for the model's device (before it queues)."""
+    bound = token_pass_bound(device_type)
+    if token_passes > bound:
+        raise RequestTooLarge(
+            f"{what} would cost ≈ {token_passes:,} token-passes (tokens × model passes), over the {bound:,} one request "
+            f"may cost on this server's {'CPU' if device_type == 'cpu' else 'GPU'}: shorten the text, choose fewer "
+            "methods that run the model again, or run it from the command line (mia score, mia eval)")

@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from mia_core.audit.jobs import AuditSettings
+from mia_core.audit.source_sizes import BYTES_PER_WORD, estimated_words
 from mia_core.audit.sources import DEMO_SETS, Source, read_books, read_calibration
 from mia_core.audit.timing import (
     ModelSpeed, about, audit_seconds, measure_speed, progress_line, snippet_count, snippet_tokens,
@@ -113,9 +114,12 @@ def source_signature(source: Source) -> tuple:
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def word_counts(signature: tuple, role: str, _source: Source) -> tuple[int, ...]:
-    """Words per readable book of a source (read once per contents: the demo plays, or this upload)."""
-    books, _ = (read_calibration if role == "calibration" else read_books)(_source)
-    return tuple(len(book.text.split()) for book in books)
+    """Words per book of a source, once per contents: a demo set's books counted; files estimated from their sizes
+    (`audit.source_sizes`: only a PDF or EPUB is read), so an upload of gigabytes of text costs no reading here."""
+    if isinstance(_source, str) and _source in DEMO_SETS:
+        books, _ = (read_calibration if role == "calibration" else read_books)(_source)
+        return tuple(len(book.text.split()) for book in books)
+    return tuple(estimated_words(_source))
 
 
 def cost_estimate_ui(spec: str | None, calibration: Source | None, books: Source | None, settings: AuditSettings) -> None:
@@ -143,5 +147,9 @@ def cost_estimate_ui(spec: str | None, calibration: Source | None, books: Source
     speed, lm = speeds[spec], cached_model(spec)
     seconds = audit_seconds(n, settings.snippet_words, speed, lm.max_length)
     tokens = snippet_tokens(settings.snippet_words, speed, lm.max_length)
-    st.caption(f"Estimate: {n:,} snippets × about {tokens:,} tokens × {speed.seconds_per_token * 1000:.3g} ms per token "
-               f"({spec} on this machine, measured once) ≈ {about(seconds)} of scoring.")
+    sized = [s for s in (calibration, books) if not (isinstance(s, str) and s in DEMO_SETS)]
+    basis = (f" Uploaded books' words are estimated from their sizes (≈ {BYTES_PER_WORD:g} bytes a word; PDF and EPUB "
+             "counted); the run counts them exactly.") if sized else ""
+    st.caption(f"Estimate: {'about ' if sized else ''}{n:,} snippets × about {tokens:,} tokens × "
+               f"{speed.seconds_per_token * 1000:.3g} ms per token ({spec} on this machine, measured once) ≈ "
+               f"{about(seconds)} of scoring.{basis}")
