@@ -20,6 +20,7 @@ from mia_core.inputs.tables import InputError, read_texts
 from mia_core.methods.helper_texts import ROLES, HelperSplit, HelperTexts, ReferenceStats, split_helpers
 from mia_core.api import HELPER_NEEDS
 from mia_core.scoring import reference_stats
+from ui.jobs import public_message
 from ui.models import cached_model
 
 #: File types a helper-text upload may have (a `text` column, one text per row).
@@ -29,11 +30,15 @@ SHOTS = "n_shots"
 
 
 def read_upload(upload, read: Callable[[Path], pd.DataFrame]) -> pd.DataFrame:
-    """An uploaded file parsed by `read` from a temporary copy under its own name (errors: `InputError`)."""
+    """An uploaded file parsed by `read` from a temporary copy under its own name (errors: `InputError`, naming the
+    upload, never the server's temporary folder)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(upload.name).name
         path.write_bytes(upload.getvalue())
-        return read(path)
+        try:
+            return read(path)
+        except InputError as err:
+            raise InputError(public_message(str(err).replace(str(path), path.name))) from None
 
 
 def helper_roles(methods: Sequence[str]) -> list[str]:

@@ -22,8 +22,8 @@ import pandas as pd
 
 from ..paths import cache_root
 from .run_status import HOST, STALE_HEARTBEAT_S, PlanMismatch, RunProgress, pid_alive, plan_difference, shown_status
-from .store_db import (LOCK_WAIT_S, MEMORY_LIMIT, READ_MEMORY_LIMIT, SCHEMA, connect, fetch_frame, now, to_json,
-                       transaction)
+from .store_db import (LOCK_WAIT_S, MEMORY_LIMIT, READ_MEMORY_LIMIT, SCHEMA, check_schema, connect, fetch_frame, now,
+                       to_json, transaction)
 from .store_db import insert_missing as _insert_missing  # a module global: a test kills the process inside it
 
 __all__ = ["HOST", "LOCK_WAIT_S", "MEMORY_LIMIT", "POINT_LOOKUPS", "SCORE_COLUMNS", "SNIPPET_COLUMNS",
@@ -65,6 +65,7 @@ class ResultsStore:
         self.path = Path(path) if path is not None else default_store_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as con:
+            check_schema(con, self.path)
             con.execute(SCHEMA)
 
     def _connect(self) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]:

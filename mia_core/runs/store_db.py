@@ -37,6 +37,16 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid INTEGER;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS host VARCHAR;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS started_at TIMESTAMP;
 """
+#: The columns each table has had since stores were first written (SCHEMA's ALTERs add the later ones). A file
+#: whose tables are not these is another program's database: refused, never altered.
+BASE_COLUMNS = {
+    "runs": {"run_id", "kind", "created_at", "updated_at", "status", "message", "model", "fingerprint", "method",
+             "params", "seed", "code_version", "backend", "config"},
+    "snippets": {"run_id", "snippet_id", "book", "role", "label", "position", "n_words", "text"},
+    "scores": {"run_id", "snippet_id", "score", "n_tokens", "truncated", "fingerprint", "method", "params",
+               "code_version", "session", "computed_at"},
+    "problems": {"run_id", "book", "role", "message"},
+}
 #: How long to keep retrying when another process holds the file.
 LOCK_WAIT_S = 30.0
 #: DuckDB's memory per connection (buffer pool, sorts, joins; beyond it, it spills to disk). Without it, reading a
@@ -82,6 +92,19 @@ def connect(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
             raise
         finally:
             con.close()
+
+
+def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Refuse a DuckDB file that holds other tables than a store's, or a store's tables without their columns (a
+    foreign `runs` table failed later, on a page, as a binder error)."""
+    tables = dict(con.execute("SELECT table_name, list(column_name) FROM information_schema.columns "
+                              "WHERE table_schema = 'main' GROUP BY table_name").fetchall())
+    foreign = sorted(set(tables) - set(BASE_COLUMNS))
+    lacking = [f"{name} lacks {', '.join(sorted(BASE_COLUMNS[name] - set(columns)))}"
+               for name, columns in sorted(tables.items()) if name in BASE_COLUMNS and BASE_COLUMNS[name] - set(columns)]
+    if foreign or lacking:
+        found = ([f"other tables ({', '.join(foreign[:5])})"] if foreign else []) + lacking
+        raise unreadable(path, ValueError(f"its tables are not a store's: {'; '.join(found)}"))
 
 
 def unreadable(path: Path, err: Exception) -> ValueError:

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import duckdb
 import numpy as np
 import pytest
 from markdown_it import MarkdownIt
@@ -218,3 +219,16 @@ def test_book_names_in_markdown_are_shown_as_themselves():
     hostile = '<a href="x">b</a> **bold** [link](javascript:alert(1)) $x$ _i_ # h `c` a\\b'
     rendered = MarkdownIt().renderInline(md(hostile))  # CommonMark, as Streamlit's Markdown reads it
     assert rendered == html.escape(hostile)
+
+
+def test_another_programs_database_as_the_store_is_the_store_message_not_an_error(tmp_path, monkeypatch, tiny_app):
+    """A DuckDB file with a `runs` table of its own used to reach the page as Streamlit's generic error."""
+    path = tmp_path / "theirs.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE runs (x INTEGER)")
+    con.close()
+    monkeypatch.setenv("MIA_LENS_STORE", str(path))
+    at = tiny_app("app_pages/audit.py")
+    assert not at.exception
+    assert any("The results store cannot be read" in e.value for e in at.error)
+    assert all(str(tmp_path) not in e.value for e in at.error)  # no server path

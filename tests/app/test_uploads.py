@@ -1,9 +1,14 @@
 """Upload sets are written once per change: reruns neither rewrite nor re-read them; a session's uploads are bounded."""
 from __future__ import annotations
 
+import tempfile
+
+import pytest
 from streamlit.testing.v1 import AppTest
 
+from mia_core.inputs.tables import InputError, read_texts
 from mia_core.limits import MAX_SESSION_UPLOAD_BYTES, MAX_UPLOAD_SET_BYTES
+from ui.helpers import read_upload
 
 
 def uploads_page(folder: str) -> None:
@@ -62,3 +67,24 @@ def test_a_session_keeps_at_most_the_session_bound(tmp_path):
     at.session_state["sets"] = 2
     at.run()
     assert not at.error and at.text[0].value == f"{tmp_path / 'books'}|{tmp_path / 'cal1'}|None"
+
+
+class Upload:
+    """What `read_upload` reads of an uploaded file: its name and bytes."""
+
+    def __init__(self, name: str, data: bytes) -> None:
+        self.name, self.data = name, data
+
+    def getvalue(self) -> bytes:
+        return self.data
+
+
+@pytest.mark.parametrize("name, data, needle", [("known.csv", b"a,b\n1,2\n", "known.csv has no text column"),
+                                                ("known.jsonl", b"[" * 5000, "known.jsonl line 1"),
+                                                ("known.csv", b"", "known.csv is empty")])
+def test_a_helper_text_upload_error_names_the_file_not_the_server_folder(name, data, needle):
+    """The error used to start with the server's temporary path (/tmp/tmpXXXX/known.csv)."""
+    with pytest.raises(InputError) as caught:
+        read_upload(Upload(name, data), read_texts)
+    message = str(caught.value)
+    assert message.startswith(needle) and "/tmp" not in message and tempfile.gettempdir() not in message

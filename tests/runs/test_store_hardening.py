@@ -46,7 +46,8 @@ def expected_text(tag: str, position: int) -> str:
 # corrupt or foreign store files -----------------------------------------------------------------
 @pytest.fixture
 def bad_stores(tmp_path) -> dict[str, Path]:
-    """A text file, a truncated DuckDB file and a DuckDB file with flipped bytes."""
+    """A text file, a truncated DuckDB file, a DuckDB file with flipped bytes, one with a `runs` table of other
+    columns and another program's database."""
     good = tmp_path / "good.duckdb"
     con = duckdb.connect(str(good))
     con.execute("CREATE TABLE t AS SELECT i, 'x' || i AS s FROM range(100000) r(i)")
@@ -59,6 +60,11 @@ def bad_stores(tmp_path) -> dict[str, Path]:
     for offset in range(5000, len(data), 7919):
         data[offset] ^= 0xFF
     paths["flipped"].write_bytes(bytes(data))
+    paths["foreign runs table"] = tmp_path / "foreign.duckdb"  # another program's `runs`: was altered, then failed
+    con = duckdb.connect(str(paths["foreign runs table"]))     # on a page with a binder error
+    con.execute("CREATE TABLE runs (x INTEGER)")
+    con.close()
+    paths["another program's database"] = good
     return paths
 
 
