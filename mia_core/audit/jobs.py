@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator, Sequence
@@ -37,6 +38,8 @@ KIND = "book-audit"
 #: Snippet texts fetched per query when a whole table with texts is written (snippets.csv): about 60 MB of text
 #: at 512-word snippets, so exporting 10^6 snippets never holds more than one chunk of texts.
 TEXT_CHUNK_ROWS = 20_000
+#: Seconds between two looks at a run whose pending snippets another live process has claimed (see `runs.claims`).
+CLAIM_POLL_S = 2.0
 Progress = Callable[[int, int], None]
 
 
@@ -177,7 +180,6 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
             raise ValueError(f"run {run_id} was scored with model {run['model']} (fingerprint {run['fingerprint']}); "
                              f"the loaded model has fingerprint {lm.fingerprint}")
     settings = AuditSettings(**run["config"])
-    pending = store.pending_ids(run_id)["snippet_id"].tolist()
     done, total = store.progress(run_id)
     store.set_status(run_id, "running", f"{done} of {total} snippets scored", backend=backend, owner=True)
     session = uuid.uuid4().hex[:12]
@@ -192,23 +194,44 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
         if progress:
             progress(done + written, total)
 
-    batches = [pending[start:start + settings.batch_snippets] for start in range(0, len(pending), settings.batch_snippets)]
-    try:
+    def score(ids: list[str]) -> str:
+        """Score claimed snippets: a message if some failed on Ray."""
         if backend == "ray":
-            failed = _score_on_ray(run, model, [store.snippet_texts(run_id, ids) for ids in batches], settings, commit,
-                                   ray_address, ray_options)
-        else:
-            failed = ""
-            for ids in batches:  # texts fetched per batch: a catalogue's texts are never all in memory
-                commit(ids, score_snippets(lm, store.snippet_texts(run_id, ids).tolist(), settings))
+            batches = [ids[i:i + settings.batch_snippets] for i in range(0, len(ids), settings.batch_snippets)]
+            return _score_on_ray(run, model, [store.snippet_texts(run_id, b) for b in batches], settings, commit,
+                                 ray_address, ray_options)
+        commit(ids, score_snippets(lm, store.snippet_texts(run_id, ids).tolist(), settings))  # texts per batch
+        return ""
+
+    try:
+        failed = _score_claimed(store, run_id, session, None if backend == "ray" else settings.batch_snippets, score)
     except BaseException as err:
         store.set_status(run_id, "interrupted", f"{type(err).__name__}: {err}"[:500])
         raise
+    finally:
+        store.release_claims(run_id, session)
     if failed:
         store.set_status(run_id, "failed", failed[:500])
         raise WorkerError(failed)
     store.set_status(run_id, "scored", f"{total} of {total} snippets scored")
-    return len(pending)
+    return written
+
+
+def _score_claimed(store: ResultsStore, run_id: str, session: str, limit: int | None,
+                   score: Callable[[list[str]], str]) -> str:
+    """Claim pending snippets (`limit` at a time; None: all) and score them until the run is scored; while another
+    live process holds the rest, wait for it (its claims lapse when it dies). A message if some failed on Ray."""
+    while True:
+        ids = store.claim_pending(run_id, session, limit)
+        if ids:
+            failed = score(ids)
+            if failed:
+                return failed
+            continue
+        scored, planned = store.progress(run_id)
+        if scored >= planned:
+            return ""
+        time.sleep(CLAIM_POLL_S)
 
 
 def _score_on_ray(run: dict, model: ModelRef, batches: list[pd.Series], settings: AuditSettings, commit,

@@ -21,6 +21,7 @@ import duckdb
 import pandas as pd
 
 from ..paths import cache_root
+from . import claims
 from .run_status import HOST, STALE_HEARTBEAT_S, PlanMismatch, RunProgress, pid_alive, plan_difference, shown_status
 from .store_db import (LOCK_WAIT_S, MEMORY_LIMIT, READ_MEMORY_LIMIT, SCHEMA, check_schema, connect, fetch_frame, now,
                        to_json, transaction)
@@ -66,7 +67,7 @@ class ResultsStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as con:
             check_schema(con, self.path)
-            con.execute(SCHEMA)
+            con.execute(SCHEMA + claims.SCHEMA)
 
     def _connect(self) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]:
         """A connection to this store (`store_db.connect`: locked, memory-capped, damage named as a ValueError)."""
@@ -174,6 +175,16 @@ class ResultsStore:
             return con.execute("""SELECT s.snippet_id FROM snippets s WHERE s.run_id = ? AND NOT EXISTS
                                   (SELECT 1 FROM scores c WHERE c.run_id = s.run_id AND c.snippet_id = s.snippet_id)
                                   ORDER BY s.role, s.book, s.position""", [run_id]).df()
+
+    def claim_pending(self, run_id: str, session: str, limit: int | None) -> list[str]:
+        """Claim up to `limit` (None: all) pending snippets no live process has claimed, for `session` (`claims`)."""
+        with self._connect() as con, transaction(con):
+            return claims.claim(con, run_id, session, limit)
+
+    def release_claims(self, run_id: str, session: str) -> None:
+        """Drop `session`'s claims on the run."""
+        with self._connect() as con:
+            claims.release(con, run_id, session)
 
     def snippet_texts(self, run_id: str, ids: Sequence[str]) -> pd.Series:
         """The texts of these snippets (a Series indexed by snippet id, in the order asked); KeyError for unknown ids."""

@@ -46,6 +46,7 @@ BASE_COLUMNS = {
     "scores": {"run_id", "snippet_id", "score", "n_tokens", "truncated", "fingerprint", "method", "params",
                "code_version", "session", "computed_at"},
     "problems": {"run_id", "book", "role", "message"},
+    "claims": {"run_id", "snippet_id", "session", "pid", "host", "claimed_at"},
 }
 #: How long to keep retrying when another process holds the file.
 LOCK_WAIT_S = 30.0
