@@ -2,7 +2,8 @@
 
 The core reports progress through a callback `progress(done, total)`; this module turns it into
 what a person or a log file can read. On a terminal: tqdm's bar. Redirected to a file, a pipe or a
-job log: one line per tenth of the work, e.g.
+job log: one line per tenth of the work, and one at least every `EVERY_S` seconds while work advances
+(a tenth of one long text can take many minutes), e.g.
 `scoring: 12,000/120,000 tokens (10%), 0:41 elapsed, ETA 6:09` — never a carriage return.
 A pass that starts again (done falls back, or the total changes: a method's extra pass) starts a
 new series of lines and a new clock.
@@ -21,6 +22,8 @@ from .terminal import one_line
 
 #: Lines per pass when stderr is not a terminal (one each tenth of the work).
 STEPS = 10
+#: Seconds after which a line is written anyway, if the work advanced since the last one.
+EVERY_S = 30.0
 
 #: progress(done, total) as the core calls it; the command's own loops may add note="loss 0.731".
 Progress = Callable[..., None]
@@ -39,17 +42,19 @@ class PlainProgress:
         """Start counting a pass (again): its lines, its clock and the work it starts from."""
         self.total, self.done, self.base, self.start = total, done, done, self.now()
         self.step = STEPS * done // total if total else 0
+        self.last_at, self.last_done = self.start, done  # the last line written: when, and at what count
 
     def __call__(self, done: int, total: int | None, note: str = "") -> None:
-        """Record progress; write a line when it crosses the next tenth (nothing while the total is unknown)."""
+        """Record progress; write a line when it crosses the next tenth, or when EVERY_S seconds have passed since the
+        last line and the work advanced (nothing while the total is unknown)."""
         if done < self.done or (self.total is not None and total != self.total):  # a new pass: new lines, new clock
             self._new_pass(0, total)
         self.total, self.done = total, done  # the first call tells the total; the clock runs from the start
         if not total:
             return
-        step = min(STEPS, STEPS * done // total)
-        if step > self.step:
-            self.step = step
+        step, moment = min(STEPS, STEPS * done // total), self.now()
+        if step > self.step or (moment - self.last_at >= EVERY_S and done > self.last_done):
+            self.step, self.last_at, self.last_done = max(step, self.step), moment, done
             self.stream.write(one_line(self.line(done, total) + (f", {note}" if note else "")) + "\n")
             self.stream.flush()
 

@@ -55,11 +55,29 @@ def test_one_line_per_tenth_a_new_pass_restarts_and_a_resumed_job_counts_only_th
 
     out, now = io.StringIO(), FakeClock()
     resumed = PlainProgress("snippets", "snippets", out, now, done=600, total=1200)
-    now.t = 30.0
-    resumed(660, 1200)  # 55%: no tenth crossed since the resume
+    now.t = 29.0
+    resumed(660, 1200)  # 55%: no tenth crossed since the resume, and under EVERY_S
     now.t = 60.0
     resumed(720, 1200)  # 120 snippets in 60 s → 480 left take 240 s
     assert out.getvalue() == "snippets: 720/1,200 snippets (60%), 1:00 elapsed, ETA 4:00\n"
+
+
+def test_a_slow_pass_writes_a_line_every_30_seconds_between_tenths():
+    """One long text at 161 tokens/s: a tenth of 1M tokens is 10 minutes, which used to pass without a line."""
+    out, now = io.StringIO(), FakeClock()
+    progress = PlainProgress("scoring", "tokens", out, now)
+    for second in range(0, 125, 5):  # a batch every 5 s; 2,000 tokens each: under 1% of the pass
+        now.t = float(second)
+        progress(second * 400, 1_000_000)
+    now.t = 200.0
+    progress(48_000, 1_000_000)  # nothing advanced since the last line: none, however long the wait
+    lines = out.getvalue().splitlines()
+    assert [line.split(" tokens")[0] for line in lines] == ["scoring: 12,000/1,000,000", "scoring: 24,000/1,000,000",
+                                                           "scoring: 36,000/1,000,000", "scoring: 48,000/1,000,000"]
+    assert lines[0] == "scoring: 12,000/1,000,000 tokens (1%), 0:30 elapsed, ETA 41:10"  # 30 × 988,000 / 12,000 s
+    now.t = 260.0
+    progress(100_000, 1_000_000)  # the tenth crossed: a line at once
+    assert out.getvalue().splitlines()[-1].startswith("scoring: 100,000/1,000,000 tokens (10%), 4:20 elapsed")
 
 
 def test_percent_only_scale_and_the_bar_on_a_terminal():
