@@ -19,8 +19,9 @@ $(STAMP): requirements.txt requirements-scale.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+# No file watcher (also in .streamlit/config.toml): watching the checkout overflowed inotify and ate the server's CPU
 run: setup
-	HF_HUB_OFFLINE=$${HF_HUB_OFFLINE:-1} $(VENV)/bin/streamlit run app.py --server.headless true --server.address $(ADDRESS) --server.port $(PORT) --browser.gatherUsageStats false
+	HF_HUB_OFFLINE=$${HF_HUB_OFFLINE:-1} $(VENV)/bin/streamlit run app.py --server.headless true --server.fileWatcherType none --server.address $(ADDRESS) --server.port $(PORT) --browser.gatherUsageStats false
 
 # Debian's Chromium for the real-browser test (needs root; skipped with a message otherwise)
 browser:

@@ -5,7 +5,8 @@ The methods offered are those the page can supply and the model's access allows 
 their parameters are drawn from their declarations (`ui.params`). A supervised method (one that learns from
 labelled texts) is fitted on a seeded stratified share of the texts, and every method is then evaluated on the
 same held-out rest. Methods that need helper texts (known members or non-members) get them split off the labelled
-set, or from uploaded files; those texts are scored by no method.
+set, or from uploaded files; those texts are scored by no method. A run waits its turn in the server's line
+(`ui.model_work`); its cost (the texts' tokens × the methods' passes) is told and bounded before it runs.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import streamlit as st
 import mia_core
 from mia_core.evaluation import FitSplit, evaluate_methods, reproduce_command
 from mia_core.inputs.benchmarks import BENCHMARKS
+from mia_core.limits import RequestTooLarge, check_request_cost
 from mia_core.methods import NEEDS
 from ui.bench_data import data_ui
 from ui.bench_runs import compare_ui, keep_run, metrics_json, scores_csv, short_model
@@ -25,9 +27,11 @@ from ui.bench_tables import blind_note, blind_table, column_config, metrics_tabl
 from ui.charts import bucket_table, distribution_figure, method_label, roc_figure
 from ui.helpers import BenchmarkHelpers, benchmark_helpers_ui, helpers_note
 from ui.jobs import public_message
+from ui.model_work import model_turn
 from ui.models import allowed_methods, cached_model, drop_refused, refused_note
 from ui.params import changed, param_widgets
 from ui.places import BENCHMARK, FITTED, label
+from ui.work_estimate import count_tokens, device_type, estimate_line, request_passes
 
 #: The methods chosen on a first visit (where the model allows them).
 FIRST_CHOSEN = ("loss", "zlib", "min_k", "min_k_pp")
@@ -92,16 +96,22 @@ def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], values: di
     helpers = helpers or BenchmarkHelpers()
     params = changed(values, keep=ASKED)
     k = params.pop("k", None)
-    bar = st.progress(0.0, text="Scoring …")
     lm = cached_model(spec)
     data = data.reset_index(drop=True)
+    cost = count_tokens(spec, tuple(data["text"])) * request_passes(methods, values)
     try:
-        with warnings.catch_warnings():
+        check_request_cost(cost, lm.device.type, "This run")
+    except RequestTooLarge as err:
+        st.error(str(err))
+        return
+    bar = st.progress(0.0, text="Scoring …")
+    try:
+        with warnings.catch_warnings(), model_turn("Benchmark run", cost) as check:
             warnings.simplefilter("ignore")
             result = evaluate_methods(lm, data, methods, k=k, fit=fit, n_boot=1000, seed=0, source=name,
                                       params=params, inputs=helpers.inputs, helper_split=helpers.split,
-                                      progress=lambda done, total: bar.progress(min(1.0, done / max(total, 1)),
-                                                                                text="Scoring …"))
+                                      progress=lambda done, total: (check(done, total), bar.progress(
+                                          min(1.0, done / max(total, 1)), text="Scoring …")))
     except ValueError as err:  # e.g. too few labelled texts for the training or the helper split, a helper text scored
         bar.empty()
         message = public_message(str(err))
@@ -192,7 +202,11 @@ if spec is None:
     st.warning("Load a model in the sidebar first.")
 elif data is not None and len(np.unique(data["label"])) < 2:
     st.error("The data needs both members (1) and non-members (0).")
-elif st.button("Run", type="primary", disabled=not ready, key="bench_run"):
-    run(spec, name, data, methods, values, fit, per_class, helpers)
+else:
+    if ready:
+        st.caption(estimate_line(count_tokens(spec, tuple(data["text"])), request_passes(methods, values),
+                                 device_type(spec)))
+    if st.button("Run", type="primary", disabled=not ready, key="bench_run"):
+        run(spec, name, data, methods, values, fit, per_class, helpers)
 if "bench_result" in st.session_state:
     draw(st.session_state["bench_result"])

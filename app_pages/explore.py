@@ -8,7 +8,9 @@ Benchmark page. The methods listed are those the model's access allows (the othe
 their parameters drawn from their declarations (`ui.params`). Results are stamped with the model,
 text and settings they were computed for, and greyed under a "computed for …" line once the sidebar model, the
 text or the BOS policy changes (`ui.stale`); colours are on a fixed scale per method by default (`ui.token_scale`);
-the per-token CSV and a standalone heatmap HTML download under the results (`mia_core.token_export`).
+the per-token CSV and a standalone heatmap HTML download under the results (`mia_core.token_export`). The model
+work waits its turn in the server's line (`ui.model_work`), its cost estimated before it runs and bounded
+(`ui.work_estimate`, `mia_core.limits.check_request_cost`).
 """
 from __future__ import annotations
 
@@ -17,17 +19,19 @@ from typing import Any
 import streamlit as st
 
 import mia_core
-from mia_core.limits import RequestTooLarge, check_request_chars
+from mia_core.limits import RequestTooLarge, check_request_chars, check_request_cost
 from mia_core.stamp import ResultStamp, stamp_for
 from ui.explore_text import text_input_ui
 from ui.helpers import explore_helpers_ui, helper_inputs, missing_roles, needs_line
-from ui.models import allowed_methods, cached_model, cached_stats, drop_refused, refused_note
+from ui.model_work import model_turn, queued
+from ui.models import FAILED, allowed_methods, cached_model, cached_stats, drop_refused, refused_note
 from ui.params import changed, flat, param_widgets
 from ui.places import EXPLORE, EXPLORE_BOS, FITTED, SIDE_BY_SIDE, label
 from ui.reference_view import plain, reference_section, reference_source_ui, resolve_reference
 from ui.stale import results_container
 from ui.token_scale import reference_texts, scale_ui
 from ui.token_views import draw_panels, explore_panel, export_buttons, heatmap_page
+from ui.work_estimate import count_tokens, device_type, estimate_line, request_passes
 
 #: The statistics-only methods shown first (where the model allows them).
 FIRST_SHOWN = ("min_k_pp", "min_k")
@@ -118,10 +122,31 @@ def extra_pass_results(stats, request: tuple, extra: list[str], values: dict,
             at_k(m, found, values[m].get("k"))
 
     todo = [m for m in extra if stored(m) is None]
+    tokens, more = stats.n_text_tokens + 1, request_passes(todo, values) - 1  # the statistics pass is done
+    cost = tokens * more
+    if todo and more:
+        st.caption(estimate_line(tokens, more, device_type(request[0])))
     if todo and st.button("Compute " + ", ".join(mia_core.METHODS[m].label for m in todo), key="explore_extra_run",
                           help="Runs the model again: " + "; ".join(label_and_cost(m) for m in todo)):
-        lm = cached_model(request[0])
-        fits = session_fits()
+        try:
+            check_request_cost(cost, device_type(request[0]), "Computing these methods")
+            run_extra(stats, request, todo, values, helpers, results, keys, cost)
+        except RequestTooLarge as err:
+            st.error(str(err))
+    elif todo:
+        st.caption("Not computed yet: " + "; ".join(label_and_cost(m) for m in todo) + ".")
+    ready = {m: stored(m) for m in extra if stored(m) is not None}
+    return ({m: v for m, v in ready.items() if not isinstance(v, str)},
+            {m: v for m, v in ready.items() if isinstance(v, str)})
+
+
+def run_extra(stats, request: tuple, todo: list[str], values: dict, helpers: dict, results: dict, keys: dict,
+              cost: int) -> None:
+    """The methods that run the model again, in this request's turn in the server's line; each result (or error)
+    kept under its key."""
+    lm = cached_model(request[0])
+    fits = session_fits()
+    with model_turn("Methods that run the model again", cost):
         for method in todo:
             with st.spinner(f"Running {label_and_cost(method)} …"):
                 try:
@@ -130,11 +155,19 @@ def extra_pass_results(stats, request: tuple, extra: list[str], values: dict,
                         method, stats, lm=lm, **inputs, **method_inputs(method, values, fits)))
                 except ValueError as err:
                     results[keys[method]] = (values[method].get("k"), str(err))
-    elif todo:
-        st.caption("Not computed yet: " + "; ".join(label_and_cost(m) for m in todo) + ".")
-    ready = {m: stored(m) for m in extra if stored(m) is not None}
-    return ({m: v for m, v in ready.items() if not isinstance(v, str)},
-            {m: v for m, v in ready.items() if isinstance(v, str)})
+
+
+def request_estimate(spec: str | None, text: str, bos: str, methods: list[str], values: dict) -> tuple[int, int]:
+    """(tokens, passes) a Score of this text with these methods would cost (none without a model or text); shown
+    under the button with the bound it is held to."""
+    if spec is None or not text.strip() or spec in st.session_state.get(FAILED, {}):
+        return 0, 0
+    try:
+        tokens, passes = count_tokens(spec, (text,), bos), request_passes(methods, values)
+    except mia_core.ModelLoadError:
+        return 0, 0
+    st.caption(estimate_line(tokens, passes, device_type(spec)))
+    return tokens, passes
 
 
 def whose(stats, stamp: ResultStamp) -> str:
@@ -195,9 +228,11 @@ bos = st.radio("BOS policy", EXPLORE_BOS.options, horizontal=True, key=EXPLORE_B
                help="auto: prepend the document-boundary token so every token is scored; none: as the reference code.")
 scale_how = scale_ui()
 reference_choice = reference_source_ui(spec)
+tokens, passes = request_estimate(spec, text, bos, methods + extra, values)
 if st.button("Score", type="primary", disabled=spec is None or not text.strip()):
     try:
         check_request_chars([text], "The text")  # max_chars binds the browser only; an upload is checked here
+        check_request_cost(tokens * passes, device_type(spec), "Scoring this text with these methods")
         st.session_state["explore_request"] = (spec, text, bos)
         st.session_state["explore_fingerprint"] = cached_model(spec).fingerprint
     except RequestTooLarge as err:
@@ -210,7 +245,8 @@ if request is not None and (methods or extra):
                       **flat(values))
     with results_container(stamp, spec, text, bos):
         with st.spinner("Running the model …"):
-            stats = cached_stats(request[0], (request[1],), request[2])[0]
+            stats = queued(lambda: cached_stats(request[0], (request[1],), request[2])[0], "Scoring a text",
+                           count_tokens(request[0], (request[1],), request[2]))
         if stats.n_scored == 0:
             st.error("Nothing to score: the text is empty.")
         else:

@@ -1,4 +1,8 @@
-"""Long text, window by window (Min-K%++ appendix C): scores of consecutive token windows along a text."""
+"""Long text, window by window (Min-K%++ appendix C): scores of consecutive token windows along a text.
+
+The one statistics pass waits its turn in the server's line (`ui.model_work`); its tokens are told and bounded
+before it runs (`ui.work_estimate`).
+"""
 from __future__ import annotations
 
 import streamlit as st
@@ -10,11 +14,13 @@ from mia_core.audit.online import (
 from mia_core.csv_safe import to_csv_safe
 from mia_core.heatmap import make_panel, panel_html
 from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
-from mia_core.limits import MAX_REQUEST_CHARS, RequestTooLarge, check_request_chars
+from mia_core.limits import MAX_REQUEST_CHARS, RequestTooLarge, check_request_chars, check_request_cost
+from ui.model_work import queued
 from ui.models import cached_model, cached_stats, pick_one_method
 from ui.params import param_widgets
 from ui.places import AUDITS, ONLINE_SOURCE
 from ui.windows import window_figure
+from ui.work_estimate import count_tokens, device_type, estimate_line
 
 SOURCES = dict(zip(ONLINE_SOURCE.options, ("Paste or upload a text", "Two labelled passages",
                                            "Demo: non-member then member paragraphs (demo-wiki)")))
@@ -83,7 +89,7 @@ def picked_window(n_windows: int) -> int:
 def draw(spec: str, text: str, spans, params: OnlineParams, method_params: dict) -> None:
     """Window scores from cached statistics (changing the method, its parameters or W never re-runs the model)."""
     with st.spinner("Running the model …"):
-        stats = cached_stats(spec, (text,))[0]
+        stats = queued(lambda: cached_stats(spec, (text,))[0], "Scoring a long text", count_tokens(spec, (text,)))
     if stats.n_scored == 0:
         st.error("Nothing to score: the text is empty.")
         return
@@ -125,9 +131,13 @@ st.markdown("Detect training data **while it is being generated**: each window o
 spec = st.session_state.get("model_spec")
 text, spans = text_ui()
 params, method_params = params_ui(spec)
+tokens = count_tokens(spec, (text,)) if spec is not None and text.strip() else 0
+if tokens:
+    st.caption(estimate_line(tokens, 1, device_type(spec)))
 if st.button("Score the windows", type="primary", disabled=spec is None or not text.strip(), key="online_run"):
     try:
         check_request_chars([text], "The text")  # an upload is checked here; the text areas cap themselves
+        check_request_cost(tokens, device_type(spec), "Scoring this text")
         st.session_state["online_request"] = (spec, text, spans)
         st.session_state.pop("online_pick", None)
     except RequestTooLarge as err:

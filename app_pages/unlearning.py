@@ -1,4 +1,8 @@
-"""Unlearning audit (Min-K% paper §7): chunks the unlearned model still scores like the original did."""
+"""Unlearning audit (Min-K% paper §7): chunks the unlearned model still scores like the original did.
+
+Both models' passes run in one turn in the server's line (`ui.model_work`); their tokens (counted with the
+original's tokenizer, × 2 models) are told and bounded before it runs (`ui.work_estimate`).
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,12 +14,16 @@ from mia_core import datasets
 from mia_core.audit.unlearning import UnlearningParams, audit_unlearning
 from mia_core.csv_safe import to_csv_safe
 from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
-from mia_core.limits import MAX_REQUEST_CHARS, MAX_UPLOAD_FILES, RequestTooLarge, check_request_chars, check_upload_set
+from mia_core.limits import (
+    MAX_REQUEST_CHARS, MAX_UPLOAD_FILES, RequestTooLarge, check_request_chars, check_request_cost, check_upload_set,
+)
 from ui.jobs import public_message
+from ui.model_work import model_turn
 from ui.models import BUILT_IN, cached_model, pick_one_method
 from ui.params import param_widgets, shown
 from ui.places import AUDITS, UNLEARN_SOURCE, UNLEARN_WORDS, label
 from ui.windows import ratio_figure
+from ui.work_estimate import count_tokens, device_type, estimate_line
 
 #: The method chosen on a first visit (where the model allows it): the paper's.
 FIRST_CHOSEN = "min_k"
@@ -112,8 +120,10 @@ def run(original: str, unlearned: str, texts: list[str], names: list[str], param
         return
     bar = st.progress(0.0, text="Scoring chunks under the original, then the unlearned model …")
     try:
-        table = audit_unlearning(*models, texts, sources=names, params=params, method_params=method_params,
-                                 progress=lambda done, total: bar.progress(min(1.0, done / total)))
+        with model_turn("Unlearning audit", 2 * count_tokens(original, tuple(texts))) as check:
+            table = audit_unlearning(*models, texts, sources=names, params=params, method_params=method_params,
+                                     progress=lambda done, total: (check(done, total),
+                                                                   bar.progress(min(1.0, done / total))))
     except ValueError as err:  # e.g. parameters that do not go together
         bar.empty()
         st.error(public_message(str(err)))
@@ -151,6 +161,9 @@ unlearned = unlearned_ui(original)
 texts, names = texts_ui()
 params, method_params = params_ui(original)
 same = original is not None and unlearned is not None and same_model(original, unlearned)
+tokens = 2 * count_tokens(original, tuple(texts)) if original is not None and texts and not same else 0
+if tokens:
+    st.caption(estimate_line(tokens // 2, 2, device_type(original)) + " (one pass under each model)")
 if original is None:
     st.warning("Load the original model in the sidebar first.")
 elif same:
@@ -160,6 +173,7 @@ if st.button("Run the audit", type="primary", disabled=not (original and texts a
              key="unlearn_run"):
     try:
         check_request_chars(texts, "These texts")  # both models score every chunk: bounded like one Explore request
+        check_request_cost(tokens, device_type(original), "This audit")
         run(original, unlearned, texts, names, params, method_params)
     except RequestTooLarge as err:
         st.error(str(err))

@@ -85,10 +85,11 @@ def heatmap_pages(n_tokens: int, size: int = MAX_HEATMAP_TOKENS) -> list[tuple[i
 #: minutes); the others wait in a first-in, first-out line, each told its place (`ui.model_queue`). Background book
 #: audits are not in that line: they have their own slot (MAX_BACKGROUND_JOBS), so a page never waits for an audit.
 MODEL_WORK_SLOTS = 1
-#: Token-passes one page request may cost when the model runs on the CPU: 25,000 (its tokens × the model passes of
-#: its methods, the statistics pass counted once): ≈ 2.6 min at the 161 tok/s measured for the 135M demo model on 2
-#: CPU cores, so the fourth visitor in line waits ≈ 8 min, not forever. Larger requests: the command line (`mia`).
-MAX_REQUEST_TOKEN_PASSES_CPU = 25_000
+#: Token-passes one page request may cost when the model runs on the CPU: 50,000 (its tokens × the model passes of
+#: its methods, the statistics pass counted once): ≈ 5 min at the 161 tok/s measured for the 135M demo model on 2
+#: CPU cores, the statistics of the longest text a page takes (MAX_REQUEST_CHARS, ≈ 50,000 tokens); the fourth
+#: visitor in line waits at most ≈ 15 min, not forever. Larger requests: the command line (`mia`).
+MAX_REQUEST_TOKEN_PASSES_CPU = 50_000
 #: The same bound when the model runs on a GPU: 1,000,000 token-passes (≈ 2 min at ~10k tok/s for a 1B model).
 MAX_REQUEST_TOKEN_PASSES_GPU = 1_000_000
 #: Seconds a request's place in line is kept after its session's script was rerun (the rerun claims it back), and

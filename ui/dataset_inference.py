@@ -20,6 +20,7 @@ from mia_core.inputs.tables import InputError
 from mia_core.limits import RequestTooLarge, check_upload_set
 from mia_core.runs.store import ResultsStore
 from ui.jobs import session_folder
+from ui.model_work import model_slot, queued
 from ui.models import cached_model
 
 WHOLE_SET = "All audited books"
@@ -28,8 +29,11 @@ BOOK_TYPES = ["txt", "md", "pdf", "epub", "zip", "csv", "jsonl"]
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def snippet_features(spec: str, fingerprint: str, texts: tuple[str, ...], bos: str) -> pd.DataFrame:
-    """Features of snippets under the run's model (its statistics come from the on-disk cache the run filled)."""
-    return feature_table(cached_model(spec), list(texts), bos=bos, long_text="truncate", lowercase=False)
+    """Features of snippets under the run's model (its statistics come from the on-disk cache the run filled), in
+    its turn in the server's line (validation books uploaded here are scored)."""
+    lm = cached_model(spec)
+    with model_slot() as progress:
+        return feature_table(lm, list(texts), bos=bos, long_text="truncate", lowercase=False, progress=progress)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -109,7 +113,8 @@ def dataset_inference_ui(store: ResultsStore, run_id: str, run: dict, lm) -> Non
     try:
         n_tests = len(set(audit_rows["book"])) + 1
         with st.spinner(f"Features of {len(audit) + len(validation):,} snippets and {n_tests} tests …"):
-            rows, check = inference_rows(run["model"], run["fingerprint"], audit, validation, stored.bos, settings)
+            rows, check = queued(lambda: inference_rows(run["model"], run["fingerprint"], audit, validation,
+                                                        stored.bos, settings), "Dataset inference")
     except ValueError as err:
         st.error(f"Dataset inference cannot run on this validation set: {err}")
         return

@@ -15,6 +15,7 @@ import mia_core
 from mia_core import LanguageModel, TokenStats
 from mia_core.api import Allowed, methods_allowed
 from ui.jobs import public_message
+from ui.model_work import model_slot, watch_layers
 from ui.places import label
 
 BUILT_IN = {
@@ -28,14 +29,20 @@ FAILED, LOADED, UNCONFIRMED = "model_failed", "model_loaded", "model_unconfirmed
 
 @st.cache_resource(show_spinner=False, max_entries=3)
 def cached_model(spec: str) -> LanguageModel:
-    """One loaded model per spec for the whole server (models are large; never copy them)."""
-    return mia_core.load_model(spec)
+    """One loaded model per spec for the whole server (models are large; never copy them); a page request's work on
+    it stops before any layer once its session ended (`ui.model_work.watch_layers`)."""
+    lm = mia_core.load_model(spec)
+    watch_layers(lm.model)
+    return lm
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def cached_stats(spec: str, texts: tuple[str, ...], bos: str = "auto") -> list[TokenStats]:
-    """Token statistics of texts under a model: computed once, then every method and k reuses them."""
-    return cached_model(spec).token_stats(list(texts), bos=bos)
+    """Token statistics of texts under a model: computed once, then every method and k reuses them; a miss computes
+    in its turn in the server's line (call it through `ui.model_work.queued` to show the place while waiting)."""
+    lm = cached_model(spec)
+    with model_slot() as progress:
+        return lm.token_stats(list(texts), bos=bos, progress=progress)
 
 
 def chosen_spec() -> str | None:

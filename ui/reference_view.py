@@ -18,13 +18,16 @@ import streamlit as st
 
 import mia_core
 from mia_core.inputs.tables import InputError, read_texts
+from mia_core.limits import check_request_cost
 from mia_core.model.builtin import BUILTIN_NAMES
 from mia_core.model.identity import text_sha256
 from mia_core.reference import (
     ReferenceSet, build_reference, check_model, compare, demo_reference, in_words, load_reference, setting_conflicts,
 )
 from ui.helpers import UPLOAD_TYPES, read_upload
+from ui.model_work import model_slot, queued
 from ui.models import cached_model
+from ui.work_estimate import count_tokens, device_type, request_passes
 
 #: Known non-members an upload may hold: each is scored once on this server (a bound on visitors' work).
 MAX_REFERENCE_TEXTS = 1000
@@ -43,16 +46,20 @@ def plain(text: str) -> str:
 def cached_demo_reference(spec: str, methods: tuple[str, ...], k: float | None, bos: str,
                           params: tuple = ()) -> ReferenceSet:
     """The demo's built-in reference set under one setting (`params`: other parameters as pairs), scored once per
-    server."""
-    return demo_reference(cached_model(spec), list(methods), k=k, bos=bos, params=dict(params))
+    server, in its turn in the server's line."""
+    lm = cached_model(spec)
+    with model_slot() as progress:
+        return demo_reference(lm, list(methods), k=k, bos=bos, params=dict(params), progress=progress)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def cached_text_reference(spec: str, texts: tuple[str, ...], source: str, methods: tuple[str, ...], k: float | None,
                           bos: str, params: tuple = ()) -> ReferenceSet:
-    """A reference set built from uploaded known non-members, scored once per server."""
-    return build_reference(cached_model(spec), list(texts), list(methods), k=k, bos=bos, source=source,
-                           params=dict(params))
+    """A reference set built from uploaded known non-members, scored once per server, in its turn in the line."""
+    lm = cached_model(spec)
+    with model_slot() as progress:
+        return build_reference(lm, list(texts), list(methods), k=k, bos=bos, source=source, params=dict(params),
+                               progress=progress)
 
 
 def reference_source_ui(spec: str | None) -> tuple[str, object]:
@@ -112,12 +119,16 @@ def resolve_reference(choice: tuple[str, object], spec: str, methods: list[str],
     try:
         if how == DEMO:
             with st.spinner("Scoring the demo's known non-members once (later texts reuse them) …"):
-                return cached_demo_reference(spec, tuple(methods), k, bos, tuple(params.items()))
+                return queued(lambda: cached_demo_reference(spec, tuple(methods), k, bos, tuple(params.items())),
+                              "Scoring the demo's known non-members")
         if how == TEXTS:
             texts, name = given
+            cost = count_tokens(spec, texts, bos) * request_passes(methods)
+            check_request_cost(cost, device_type(spec), f"Scoring {len(texts):,} known non-members")
             with st.spinner(f"Scoring {len(texts):,} known non-members once …"):
-                return cached_text_reference(spec, texts, name, tuple(methods), k, bos,
-                                             tuple(params.items()))
+                return queued(lambda: cached_text_reference(spec, texts, name, tuple(methods), k, bos,
+                                                            tuple(params.items())),
+                              "Scoring uploaded known non-members", cost)
         reference = given
         lm = cached_model(spec)
         check_model(reference, lm.fingerprint, lm.name)

@@ -34,6 +34,14 @@ def test_make_run_binds_to_loopback_unless_asked():
     assert re.search(r"^ADDRESS\s*\?=\s*127\.0\.0\.1\s*$", makefile, re.M)
 
 
+def test_no_file_watcher_in_the_config_nor_in_make_run():
+    """Watching the checkout overflowed inotify's queue and took 45% of the server's CPU (issue 31): off."""
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["fileWatcherType"] == "none"
+    run = re.search(r"^run:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert "--server.fileWatcherType none" in run
+
+
 def listening(port: int) -> list[str]:
     """Local addresses (hex, as in /proc/net/tcp and tcp6) of the sockets listening on `port`."""
     found = []
