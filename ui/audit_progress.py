@@ -15,6 +15,7 @@ from mia_core.audit.timing import (
 from mia_core.inputs.tables import InputError
 from mia_core.runs.store import ResultsStore, default_store_path
 from ui.jobs import freeze_once, job_state, latest_job, public_message, running_jobs, waiting_message
+from ui.model_work import model_turn
 from ui.models import LOADED, cached_model
 
 #: Seconds between two reads of a running job's progress from the store (it changes once per committed batch; each
@@ -142,7 +143,7 @@ def cost_estimate_ui(spec: str | None, calibration: Source | None, books: Source
             st.caption(f"{n:,} snippets; the time estimate comes once the running audit ends (the model's speed is "
                        "measured when nothing else is scoring).")
             return
-        with st.spinner(f"Measuring {spec}'s speed on this machine …"):
+        with st.spinner(f"Measuring {spec}'s speed on this machine …"), model_turn(f"measuring {spec}'s speed"):
             speeds[spec] = measure_speed(cached_model(spec))
     speed, lm = speeds[spec], cached_model(spec)
     seconds = audit_seconds(n, settings.snippet_words, speed, lm.max_length)

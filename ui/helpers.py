@@ -21,6 +21,7 @@ from mia_core.methods.helper_texts import ROLES, HelperSplit, HelperTexts, Refer
 from mia_core.api import HELPER_NEEDS
 from mia_core.scoring import reference_stats
 from ui.jobs import public_message
+from ui.model_work import model_slot
 from ui.models import cached_model
 
 #: File types a helper-text upload may have (a `text` column, one text per row).
@@ -70,8 +71,11 @@ def cached_helpers(role: str, texts: tuple[str, ...], source: str) -> HelperText
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def cached_reference(spec: str, bos: str, texts: tuple[str, ...], source: str) -> ReferenceStats:
-    """The reference population's statistics under a model and BOS policy, computed once (CAMIA then costs nothing)."""
-    return reference_stats(cached_model(spec), cached_helpers("reference", texts, source), bos=bos)
+    """The reference population's statistics under a model and BOS policy, computed once (CAMIA then costs nothing),
+    in its turn in the server's line for model work."""
+    lm = cached_model(spec)
+    with model_slot():
+        return reference_stats(lm, cached_helpers("reference", texts, source), bos=bos)
 
 
 def upload_ui(roles: Sequence[str], key: str) -> dict[str, tuple[tuple[str, ...], str]]:
