@@ -14,7 +14,7 @@ import pytest
 
 from mia_core.cli.terminal import one_line, shown
 from tests.support.cli_runner import run_cli
-from tests.support.tiny import random_texts, save_tiny_model
+from tests.support.tiny import random_texts
 
 CLEAR = "\x1b[2J\x1b[H"
 TITLE = "\x1b]0;owned\x07"
@@ -23,16 +23,6 @@ FAKE_LINE = "x\nALL BOOKS CLEAN\r"
 RTL = "abc\u202edcba"
 #: Characters a terminal obeys (ESC, BEL, CSI as one C1 character, and the bidi override).
 OBEYED = ("\x1b", "\x07", "\x9b", "\u202e")
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("tiny-model"))
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
 
 
 def test_shown_escapes_controls_and_keeps_our_line_breaks():
