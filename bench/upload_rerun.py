@@ -52,16 +52,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_usage(pid: int) -> tuple[float, float]:
-    """(RSS in MB, CPU seconds) of the server process."""
-    rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-               if line.startswith("VmRSS:")) / 1024
+def server_usage(pid: int) -> tuple[float, float, float]:
+    """(RSS, peak RSS so far, both in MB; CPU seconds) of the server process."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    rss, peak = (int(status[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM"))
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return rss, cpu
+    return rss, peak, cpu
 
 
-def settle(pid: int, quiet_s: float = 3.0, timeout: float = 300.0) -> tuple[float, float]:
+def settle(pid: int, quiet_s: float = 3.0, timeout: float = 300.0) -> tuple[float, float, float]:
     """Wait until the server's CPU time stops growing for `quiet_s`; its usage then."""
     deadline = time.time() + timeout
     last = server_usage(pid)
@@ -69,7 +69,7 @@ def settle(pid: int, quiet_s: float = 3.0, timeout: float = 300.0) -> tuple[floa
     while time.time() < deadline:
         time.sleep(0.5)
         now = server_usage(pid)
-        if now[1] - last[1] > 0.05:
+        if now[2] - last[2] > 0.05:
             quiet_since = time.time()
         elif time.time() - quiet_since >= quiet_s:
             return now
@@ -77,8 +77,9 @@ def settle(pid: int, quiet_s: float = 3.0, timeout: float = 300.0) -> tuple[floa
     return last
 
 
-def probe(tree: Path, upload: Path, reruns: int, store: Path) -> list[tuple[str, float, float]]:
-    """Start the dashboard of `tree`, upload the zip as the books to audit, rerun; (step, RSS MB, CPU s) rows."""
+def probe(tree: Path, upload: Path, reruns: int, store: Path) -> list[tuple[str, float, float, float]]:
+    """Start the dashboard of `tree`, upload the zip as the books to audit, rerun; (step, RSS MB, peak RSS MB,
+    CPU s) rows."""
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MIA_LENS_STORE": str(store), "PYTHONPATH": str(tree)}
     log = (store.parent / f"server-{tree.name}.log").open("w")
@@ -141,11 +142,14 @@ def main() -> None:
                 (folder / f"store-{tree.name}").mkdir()
                 rows = probe(tree, upload, args.reruns, folder / f"store-{tree.name}" / "r.duckdb")
                 print(f"\n{name}")
-                print(f"{'step':34s} {'RSS MB':>8s} {'Δ RSS':>8s} {'CPU s':>7s} {'Δ CPU s':>8s}   (Δ: since the step before)")
+                print(f"{'step':34s} {'RSS MB':>8s} {'Δ RSS':>8s} {'peak MB':>8s} {'Δ peak':>8s} {'CPU s':>7s} "
+                      f"{'Δ CPU s':>8s}   (Δ: since the step before; peak: VmHWM)")
                 previous = rows[0]
-                for step, rss, cpu in rows:
-                    print(f"{step:34s} {rss:8.0f} {rss - previous[1]:+8.0f} {cpu:7.1f} {cpu - previous[2]:+8.1f}")
-                    previous = (step, rss, cpu)
+                for row in rows:
+                    step, rss, peak, cpu = row
+                    print(f"{step:34s} {rss:8.0f} {rss - previous[1]:+8.0f} {peak:8.0f} {peak - previous[2]:+8.0f} "
+                          f"{cpu:7.1f} {cpu - previous[3]:+8.1f}")
+                    previous = row
         finally:
             if args.before:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(folder / "before")],
