@@ -47,10 +47,11 @@ USE_FUSED_REDUCTION = True
 
 @dataclass(frozen=True)
 class Segment:
-    """One model input: `ids` are fed, tokens `ids[score_from:]` are scored."""
+    """One model input: `ids` are fed, tokens `ids[score_from:]` are scored (a list, or for the windows of a long
+    text a view of its int64 array)."""
 
     owner: int
-    ids: list[int]
+    ids: list[int] | np.ndarray
     score_from: int
 
 
@@ -71,6 +72,14 @@ def split_windows(n_tokens: int, context: int, stride: int) -> list[tuple[int, i
         windows.append((end - keep, new_end, keep))
         end = new_end
     return windows
+
+
+def window_ids(ids: np.ndarray, boundary: int | None, lead: int, start: int, end: int) -> np.ndarray:
+    """Fed ids [start, end) of a long text whose fed ids are `[boundary] * lead + ids`: a view of `ids` (no copy of a
+    long text's ids per window), except in the window that starts with the boundary token."""
+    if start >= lead:
+        return ids[start - lead : end - lead]
+    return np.concatenate((np.array([boundary], np.int64), ids[: end - lead]))
 
 
 def plain_head(model: nn.Module) -> tuple[nn.Module, nn.Linear] | None:
@@ -161,7 +170,10 @@ def _padded(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.
     width = int(lengths.max())
     mask = np.arange(width)[None, :] < lengths[:, None]  # (b, width)
     ids = np.full((len(seqs), width), pad_id, dtype=np.int64)
-    ids[mask] = np.fromiter(itertools.chain.from_iterable(seqs), np.int64, int(lengths.sum()))
+    if isinstance(seqs[0], np.ndarray):  # windows of a long text are views of its array (lists of others join too)
+        ids[mask] = np.concatenate(seqs)
+    else:
+        ids[mask] = np.fromiter(itertools.chain.from_iterable(seqs), np.int64, int(lengths.sum()))
     return ids, mask
 
 

@@ -19,7 +19,7 @@ from ..api.token_stats import TokenStats, TokenStrings
 from ..paths import cache_root
 from .boundary import boundary_token_id
 from .encoding import encode_texts
-from .forward import Segment, split_windows
+from .forward import Segment, split_windows, window_ids
 from .pipeline import iter_batches
 from .identity import tokenizer_fingerprint
 from .policy import StatsPolicy
@@ -155,29 +155,37 @@ class LanguageModel:
         boundary = self._boundary if bos == "auto" else None
         boundary_str = self.tokenizer.convert_ids_to_tokens(boundary) if boundary is not None else None
         common = _Common(bos, boundary_str, self.tokenizer.bos_token_id, self.vocab_width)
-        encodings = self._encode_many(texts)
+        encodings = encode_texts(self.tokenizer, texts, arrays=True)
         segments: list[Segment] = []
-        slots: list[int] = []  # each segment's window number within its text
+        places: list[int] = []  # each segment's first scored token's place among its text's scored tokens
         missing: list[int] = []  # windows of each text not back yet
+        sizes: list[int] = []  # scored tokens of each text
         flags = []
+        lead = len(self._with_boundary([], bos))  # 1 where the boundary token is fed first
         for owner, (ids, _) in enumerate(encodings):
-            full = self._with_boundary(ids, bos)
-            if len(full) < 2:  # nothing to score (empty text, or one token with no boundary)
+            n_fed = lead + len(ids)
+            if n_fed < 2:  # nothing to score (empty text, or one token with no boundary)
                 windows, flag = [], "none"
-            elif len(full) <= self.max_length:
-                windows, flag = [(0, len(full), 1)], "none"
+            elif n_fed <= self.max_length:
+                windows, flag = [(0, n_fed, 1)], "none"
             elif long_text == "truncate":
                 windows, flag = [(0, self.max_length, 1)], "truncated"
             else:
-                windows, flag = self.window_plan(len(full), self.max_length, self.max_length // 2), "sliding"
+                windows, flag = self.window_plan(n_fed, self.max_length, self.max_length // 2), "sliding"
             flags.append(flag)
-            segments += [Segment(owner, full[a:b], s) for a, b, s in windows]
-            slots += range(len(windows))
+            counts = [b - a - s for a, b, s in windows]
+            if isinstance(ids, np.ndarray):  # a long text: windows are views of its ids (no copy of them all)
+                segments += [Segment(owner, window_ids(ids, boundary, lead, a, b), s) for a, b, s in windows]
+            else:
+                full = self._with_boundary(ids, bos)
+                segments += [Segment(owner, full[a:b], s) for a, b, s in windows]
+            places += itertools.accumulate(counts[:-1], initial=0) if windows else []
             missing.append(len(windows))
-        parts: list[list] = [[None] * n for n in missing]
+            sizes.append(sum(counts))
+        filled: list[dict | None] = [None] * len(texts)  # statistics of texts with several windows, filled in place
         for i, text in enumerate(texts):
             if not missing[i]:
-                yield i, self._assemble(text, encodings[i], [], flags[i], common)
+                yield i, self._assemble(text, encodings[i], {}, flags[i], common)
         budget = batch_tokens or self._auto_batch_tokens()
         self.last_batch_tokens = budget
         for batch in iter_batches(self.model, segments, batch_tokens=budget, pad_id=self.pad_id, progress=progress,
@@ -185,11 +193,17 @@ class LanguageModel:
             self.last_batch_tokens = batch.budget
             for k, stats in zip(batch.indices, batch.stats):
                 owner = segments[k].owner
-                parts[owner][slots[k]] = stats
+                if missing[owner] == 1 and filled[owner] is None:  # the text's only window: its own copies
+                    joined = {key: value.copy() for key, value in stats.items()}  # (the batch's arrays are views)
+                else:  # one of several windows: into the text's arrays, never all windows and their join at once
+                    joined = filled[owner] or {key: np.empty(sizes[owner], value.dtype) for key, value in stats.items()}
+                    filled[owner] = joined
+                    for key, value in stats.items():
+                        joined[key][places[k] : places[k] + len(value)] = value
                 missing[owner] -= 1
                 if not missing[owner]:
-                    yield owner, self._assemble(texts[owner], encodings[owner], parts[owner], flags[owner], common)
-                    parts[owner] = []  # the batch's arrays are copied into the text's own: let them go
+                    yield owner, self._assemble(texts[owner], encodings[owner], joined, flags[owner], common)
+                    filled[owner], encodings[owner] = None, None  # the text's arrays are its statistics' now
 
     def fed_ids(self, text: str, bos: str = "auto") -> list[int]:
         """The ids the statistics pass feeds for a whole text (before windowing); it scores `fed_ids[1:]`."""
@@ -211,27 +225,27 @@ class LanguageModel:
         """`_encode` of every text, in one batched tokenizer call (parallel in fast tokenizers)."""
         return encode_texts(self.tokenizer, texts)
 
-    def _assemble(self, text, encoding, parts, flag, common: "_Common") -> TokenStats:
-        """Join window statistics and attach ids, display strings and offsets of the scored tokens."""
+    def _assemble(self, text, encoding, joined: dict[str, np.ndarray], flag, common: "_Common") -> TokenStats:
+        """Attach ids, display strings and offsets of the scored tokens to a text's joined window statistics."""
         ids, offsets = encoding
-        n_scored = sum(len(p["logprob"]) for p in parts)
+        n_scored = len(joined["logprob"]) if joined else 0
         # scored tokens are full[1 : 1 + n_scored]; full = [boundary] + ids, or ids itself
         first = 0 if common.boundary_str is not None else 1
-        first_token_scored = common.boundary_str is not None or bool(ids) and ids[0] == common.bos_token_id
-        scored = ids[first : first + n_scored]
-        scored_ids = np.fromiter(scored, np.int64, len(scored))
+        first_token_scored = common.boundary_str is not None or len(ids) > 0 and bool(ids[0] == common.bos_token_id)
+        if isinstance(ids, np.ndarray):  # a long text: views of its arrays (copies of a truncated text's few)
+            scored_ids = ids[first : first + n_scored]
+            scored_ids = scored_ids.copy() if flag == "truncated" else scored_ids
+        else:
+            scored = ids[first : first + n_scored]
+            scored_ids = np.fromiter(scored, np.int64, len(scored))
         if offsets is not None:
-            pairs = offsets[first : first + n_scored]
-            spans = np.fromiter(itertools.chain.from_iterable(pairs), np.int64, 2 * len(pairs)).reshape(-1, 2)
+            spans = offsets[first : first + n_scored]
+            spans = spans.copy() if flag == "truncated" else spans
         else:
             spans = np.zeros((n_scored, 2), dtype=np.int64)
         # display strings are made when first read; only tokens without a span (specials) need their names now
-        names = {j: self.tokenizer.convert_ids_to_tokens(scored[j])
+        names = {j: self.tokenizer.convert_ids_to_tokens(int(scored_ids[j]))
                  for j in np.flatnonzero(spans[:, 1] <= spans[:, 0]).tolist()}
-        if len(parts) == 1:  # the batch's arrays are views: the text gets its own copies
-            joined = {k: v.copy() for k, v in parts[0].items()}
-        else:
-            joined = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
         return TokenStats(
             text=text,
             token_ids=scored_ids,

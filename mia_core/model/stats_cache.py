@@ -124,18 +124,20 @@ class StatsCache:
         if self.max_bytes <= 0:
             return
         path = Path(self._path(key))
-        data = _encode(*stats_parts(stats))
+        head, arrays = _encode(*stats_parts(stats))
+        written = len(head) + sum(a.nbytes for a in arrays)
+        if written > self.max_bytes:  # it would only evict every entry, itself too (a long text's ~60 B per token)
+            return
         tmp = path.with_name(f"{path.stem}.{uuid.uuid4().hex}.tmp")  # unique per writer (threads too)
         try:
-            tmp.write_bytes(data)
+            _write(tmp, head, arrays)
         except FileNotFoundError:  # the folder of this key prefix does not exist yet
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(data)
+            _write(tmp, head, arrays)
         try:
             tmp.replace(path)
         except FileNotFoundError:  # `clear` ran meanwhile: the entry is simply not cached
             return
-        written = len(data)
         tally = self._tally
         with tally.lock:
             tally.since_scan += written
@@ -186,17 +188,26 @@ class StatsCache:
         return removed
 
 
-def _encode(arrays: dict[str, np.ndarray], meta: dict) -> bytes:
-    """One entry's bytes: the magic, the header's length, the header (metadata, arrays' places), the arrays."""
+def _encode(arrays: dict[str, np.ndarray], meta: dict) -> tuple[bytes, list[np.ndarray]]:
+    """One entry: its head (the magic, the header's length, the header: metadata, arrays' places), then the arrays
+    to write after it as they are (a long text's arrays are not copied into one buffer first)."""
     places, blobs, offset = [], [], 0
     for name in ARRAY_FIELDS:
         array = np.ascontiguousarray(arrays[name])
         array = array.astype(array.dtype.newbyteorder("<"), copy=False)
         places.append([name, array.dtype.str, list(array.shape), offset, array.nbytes])
-        blobs.append(array.tobytes())
+        blobs.append(array)
         offset += array.nbytes
     header = json.dumps({"meta": meta, "arrays": places}).encode()
-    return b"".join([MAGIC, struct.pack("<Q", len(header)), header, *blobs])
+    return b"".join([MAGIC, struct.pack("<Q", len(header)), header]), blobs
+
+
+def _write(path: Path, head: bytes, arrays: list[np.ndarray]) -> None:
+    """Write an entry's head and then its arrays' bytes to a new file."""
+    with open(path, "wb") as file:
+        file.write(head)
+        for array in arrays:
+            file.write(memoryview(array.reshape(-1)).cast("B"))
 
 
 def _decode(data: bytes) -> tuple[dict[str, np.ndarray], dict] | None:
