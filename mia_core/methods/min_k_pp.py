@@ -21,9 +21,14 @@ class MinKPlusPlusParams(KParams):
 
 
 def min_k_pp_token_scores(stats: TokenStats) -> np.ndarray:
-    """(logprob − μ) / max(σ, 1e-12) per scored token, in float64."""
-    sigma = np.maximum(stats.sigma.astype(np.float64), SIGMA_FLOOR)
-    return (stats.logprob.astype(np.float64) - stats.mu.astype(np.float64)) / sigma
+    """(logprob − μ) / max(σ, 1e-12) per scored token, in float64 (in place: two float64 arrays at a time, not four,
+    for a text of 10^7 tokens; the same numbers)."""
+    z = stats.logprob.astype(np.float64)
+    z -= stats.mu  # float32 read as float64, as `astype` would
+    sigma = stats.sigma.astype(np.float64)
+    np.maximum(sigma, SIGMA_FLOOR, out=sigma)
+    z /= sigma
+    return z
 
 
 @register("min_k_pp",
