@@ -10,11 +10,13 @@ not memos of results and are allowed.
 from __future__ import annotations
 
 import ast
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
 
 from mia_core import METHODS
+from mia_core.api.params import param_infos
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE = [p for p in [*sorted((ROOT / "mia_core").rglob("*.py")), *sorted((ROOT / "ui").rglob("*.py")),
@@ -123,3 +125,12 @@ def test_the_memo_check_sees_one():
             "def f(k, v):\n    _MEMO.update({k: v})\n    CACHE[k] = v\n    return ROLES[k]\n")
     assert module_memos(ast.parse(code)) == ["line 1: _MEMO (written at line 6)", "line 2: CACHE (written at line 7)",
                                              "line 3: LOCK (a lock)"]
+
+
+def test_every_method_declares_the_passes_it_adds_to_the_statistics_pass():
+    """The dashboard's cost estimate reads each method's `extra_passes`: more than none exactly for the methods that run
+    a model again (the target `lm`, the lowercased text, a reference model), none for those that read statistics."""
+    runs_a_model = {"lm", "lowercase_stats", "ref_stats"}
+    for name, spec in METHODS.items():
+        passes = spec.extra_passes(SimpleNamespace(**{i.name: i.default for i in param_infos(spec.params)}))
+        assert (passes > 0) == bool(runs_a_model & set(spec.needs)), (name, passes, spec.needs)

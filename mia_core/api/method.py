@@ -101,6 +101,8 @@ class MethodSpec:
         handed to `fn` as `context=` — nothing is kept between runs. A hook with a `derived` parameter also gets the
         scoring call's dict of work two methods share (ReCaLL's and Con-ReCall's prefix passes); it ends with the call.
     supervised : how a supervised method learns from labelled texts (None for the others).
+    extra_passes : model passes over a text's tokens it adds to the statistics pass, given its parameters (read by
+        attribute): what the dashboard's cost estimate counts (a backward pass counts as two forward ones).
     """
 
     name: str
@@ -118,6 +120,7 @@ class MethodSpec:
     view: TokenView
     prepare: Callable[..., Any] | None = None
     supervised: Supervised | None = None
+    extra_passes: Callable[[Any], float] = lambda params: 0
 
     @property
     def centre(self) -> float | None:

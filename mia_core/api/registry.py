@@ -21,11 +21,12 @@ METHODS: dict[str, MethodSpec] = {}
 def register(name: str, *, label: str, summary: str, reading: Callable[[float], str], formula: str, idea: str,
              access: AccessNeeds, view: TokenView, params: type = NoParams, needs: tuple[str, ...] = ("stats",),
              token_level: bool = True, cost: str = "1 forward pass", prepare: Callable[..., Any] | None = None,
-             supervised: Supervised | None = None):
+             supervised: Supervised | None = None, extra_passes: Callable[[Any], float] = lambda params: 0):
     """Decorator adding a scorer `fn(stats, params, **inputs) -> Score` to `METHODS`, with all it declares.
 
     `access` says what it reads of the model, `view` how its token scores read, `cost` its relative cost in
-    forward/backward passes (shown next to it in method lists). `reading`, `formula`, `idea`, `access` and `view`
+    forward/backward passes (shown next to it in method lists), `extra_passes(params)` the same as a number: the
+    passes over a text's tokens it adds to the statistics pass (0: it reads the statistics). `reading`, `formula`, `idea`, `access` and `view`
     have no default: a method is registered whole or not at all.
     """
     unknown = set(needs) - set(NEEDS)
@@ -40,7 +41,7 @@ def register(name: str, *, label: str, summary: str, reading: Callable[[float], 
 
     def wrap(fn: Callable[..., Score]) -> Callable[..., Score]:
         METHODS[name] = MethodSpec(name, fn, params, tuple(needs), label, summary, token_level, access, cost, reading,
-                                   formula, idea, view, prepare, supervised)
+                                   formula, idea, view, prepare, supervised, extra_passes)
         return fn
 
     return wrap

@@ -22,6 +22,7 @@ LOSS_FLOOR = 1e-12
           reading=lambda v: f"lowercasing makes the text {v:.2f}× as hard for the model; members lose more.",
           formula=r"\mathrm{score}(x) = \mathrm{loss}(\mathrm{lower}(x)) / \mathrm{loss}(x)",
           idea="Members lose more likelihood when their exact casing is destroyed.", cost="2 forward passes",
+          extra_passes=lambda p: 1,
           summary="Loss of the lowercased text over the loss of the text: members lose more when lowercased.")
 def lowercase(stats: TokenStats, params: NoParams, *, lowercase_stats: TokenStats) -> Score:
     """`loss(lowercased) / max(loss(original), 1e-12)`."""

@@ -174,6 +174,7 @@ def _reading(v: float) -> str:
                   r"\tilde x_j = \text{word-swapped copies}",
           idea="A memorised text is a local optimum: swapping its words widens the gap between its likeliest and "
                "least likely tokens more than for an unseen text.", cost="1 + N forward passes (augmented copies)",
+          extra_passes=lambda p: p.n_augment,
           summary="Polarized distance (top 5% minus bottom 30% log-probs) of word-swapped copies minus the text's "
                   "own: memorised text loses more by the swaps.")
 def pac(stats: TokenStats, params: PacParams, *, lm: LanguageModel, context: dict[str, TokenStats]) -> Score:

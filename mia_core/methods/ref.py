@@ -19,6 +19,7 @@ from ..api import AccessNeeds, NoParams, Score, TokenStats, TokenView, register,
           reading=lambda v: f"the target model finds the text {v:.2f} nats per token more likely than the reference model.",
           formula=r"\mathrm{score}(x) = \overline{\log p_{\text{target}}}(x) - \overline{\log p_{\text{ref}}}(x)",
           idea="A smaller model of the same data calibrates how hard the text is.", cost="1 forward pass + 1 of the reference model",
+          extra_passes=lambda p: 1,
           summary="Mean log-prob under the target minus under a smaller reference model trained on similar data.")
 def ref(stats: TokenStats, params: NoParams, *, ref_stats: TokenStats) -> Score:
     """`mean logprob_target − mean logprob_ref` (higher = member)."""

@@ -239,6 +239,7 @@ def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) 
                   r"c_{\hat y_j}(w)\big)}{|x_{\mathrm{suf}}|},\ \hat y_j \sim p(\cdot \mid x_{\mathrm{pre}})",
           idea="Black box: sample continuations of the text's first half; a model that saw the text reproduces more "
                "of its second half.", cost="n sampled generations of up to max_length tokens",
+          extra_passes=lambda p: p.n_samples,  # generations about as long as the text's second half
           summary="Black box: mean ROUGE-1 recall of the text's second half by continuations sampled from its "
                   "first half.")
 def samia(stats: TokenStats, params: SamiaParams, *, lm: LanguageModel, context: list[str] | None) -> Score:

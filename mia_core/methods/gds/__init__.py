@@ -98,6 +98,7 @@ def prepare(stats: list[TokenStats], params: GdsParams, *, lm: LanguageModel, cl
           idea="Training leaves members with small, diffuse gradients; a classifier fitted on labelled texts learns "
                "the pattern (supervised: it needs known members and non-members of the same kind).",
           cost="1 forward + 1 backward pass per text (LoRA gradients), plus an MLP fitted on labelled texts",
+          extra_passes=lambda p: 3,
           summary="Supervised: an MLP trained on labelled members and non-members reads LoRA-gradient statistics "
                   "(magnitude, position, concentration of the update); score = its member log-odds.")
 def gds(stats: TokenStats, params: GdsParams, *, lm: LanguageModel, classifier: Any, context: float) -> Score:

@@ -120,7 +120,7 @@ def prepare(stats: list[TokenStats], params: GradNormParams, *, lm: LanguageMode
                          "orientation only)",
                          "the tokens it looked at"),
           label="Gradient norm", params=GradNormParams, needs=("stats", "lm"), token_level=False, prepare=prepare,
-          cost="1 forward + 1 backward pass per text",
+          cost="1 forward + 1 backward pass per text", extra_passes=lambda p: 3,
           reading=lambda v: f"the loss gradient of this text has norm {-v:.3g}: training leaves members nearer a "
                             "minimum, with smaller gradients.",
           formula=r"\mathrm{score}(x) = -\frac{1}{|\Theta|}\sum_{\theta \in \Theta} "

@@ -51,6 +51,7 @@ class InfillingParams(KParams):
                   r"z_{i+j}(x_{i+j} \mid x_i^{*})\big],\ \mathrm{score} = \text{mean of the } k\% \text{ lowest } r_i",
           idea="A member's true token explains the tokens that follow it better than the model's own top guess would.",
           cost="≈ m + 2 forward passes (KV-cache branches; the paper's loop: one per token)",
+          extra_passes=lambda p: (p.m or 5) + 1,  # m left to the method: 5 beyond 32 tokens, counted so
           summary="Min-K% of infilling ratios: does the true token explain the following tokens as well as the "
                   "model's own top guess would?")
 def infilling(stats: TokenStats, params: InfillingParams, *, lm: LanguageModel) -> Score:

@@ -64,6 +64,7 @@ def check_params(params: NeighborParams) -> None:
                   r"\overline{\log p}(\tilde x)",
           idea="A memorised text is likelier than texts a few words away from it; an unseen one is not.",
           cost="1 + n_neighbors forward passes + proposals (self: 1 pass; masked LM: 1 per swapped position)",
+          extra_passes=lambda p: p.n_neighbors + 1,  # the neighbours, and the pass that proposes them
           summary="Mean log-prob of the text minus that of neighbours with a few words swapped (masked LM or the target).")
 def neighbor(stats: TokenStats, params: NeighborParams, *, lm: LanguageModel) -> Score:
     """`mean logprob(text) − mean|max over neighbours of mean logprob(neighbour)`."""

@@ -110,7 +110,7 @@ def _scored(stats: TokenStats, m: int, values: np.ndarray) -> tuple[np.ndarray, 
                          token_range=(-2.0, 2.0)),
           label="ReCaLL", params=RecallParams, needs=("stats", "lm", "shots_nonmembers"),
           prepare=_prepare_recall,
-          cost="2 forward passes (the shots' key-value cache computed once and shared)",
+          cost="2 forward passes (the shots' key-value cache computed once and shared)", extra_passes=lambda p: 1,
           reading=lambda v: f"after a prefix of known non-members the text keeps {v:.3f}× its log-likelihood; "
                             "members lose more likelihood to a non-member prefix (higher = member).",
           formula=r"\mathrm{score}(x) = \frac{\mathrm{LL}(x \mid P_{\mathrm{non}})}{\mathrm{LL}(x)},\ "
@@ -161,7 +161,7 @@ def _prepare_con_recall(stats: list[TokenStats], params: ConRecallParams, *, lm:
                          member_high=False),
           label="Con-ReCall", params=ConRecallParams, prepare=_prepare_con_recall,
           needs=("stats", "lm", "shots_nonmembers", "shots_members"),
-          cost="3 forward passes (each prefix's key-value cache computed once and shared)",
+          cost="3 forward passes (each prefix's key-value cache computed once and shared)", extra_passes=lambda p: 2,
           reading=lambda v: f"the contrast of a non-member and a member prefix is {v:.3f} of the text's "
                             "log-likelihood; members react to the two prefixes asymmetrically (higher = member).",
           formula=r"\mathrm{score}(x) = \frac{\mathrm{LL}(x \mid P_{\mathrm{non}}) - \gamma\,"
