@@ -11,6 +11,7 @@ import streamlit as st
 
 import mia_core
 from mia_core.audit.books import VERDICT_MEANING, VERDICT_SHORT, VERDICTS, equal_rate_notes, verdict_keys
+from mia_core.audit.calibration import weak_calibration_reason
 from mia_core.audit.figures import books_figure, calibration_figure, snippet_scores_figure
 from mia_core.audit.jobs import AuditResult, AuditSettings, audit_result
 from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, snippet_heatmap
@@ -140,6 +141,8 @@ def books_ui(result: AuditResult, run: dict) -> None:
     st.markdown(f"**Books, highest estimated prevalence first** — {md(mia_core.METHODS[run['method']].label)} under "
                 f"{md(run['model'])}; a clean book shows about the calibration FPR; verdicts say *consistent with* "
                 "training, never more.")
+    if cal.informative and (reason := weak_calibration_reason(cal)):
+        st.warning(f"**The calibration is too weak for a verdict, so none is given**: {md(reason)}.")
     truth = truth_ui(run, run_truth(run["run_id"], result))
     legend = " · ".join(f"**{VERDICT_SHORT[k]}**: {VERDICT_MEANING[k]}" for k in dict.fromkeys(keys))
     st.caption(f"Verdicts at a threshold that flags {cal.fpr:.1%} of the calibration's non-member snippets — {legend}. "

@@ -5,6 +5,8 @@ finds evidence *consistent with* training on a book, or finds none (which does n
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from scipy import special
@@ -21,10 +23,15 @@ VERDICTS = {
     "weak": "scores above unseen books, but the prevalence interval includes 0: weak evidence",
     "none": "no evidence of training found (this does not show the book was unseen)",
     "uninformative": "no verdict: the method does not separate the calibration books",
+    "weak_calibration": "calibration too weak for a verdict: its false-positive rate is not pinned down (more "
+                        "non-member calibration books would)",
+    "too_few": "too few snippets for a verdict: with this book's and the calibration's snippets the book test cannot "
+               "reach significance after the correction for the number of books",
 }
 #: The verdicts in a few words, for table cells, legends and chart traces (VERDICTS says them in full).
 VERDICT_SHORT = {"evidence": "consistent with training", "weak": "undecided (weak)", "none": "no evidence found",
-                 "uninformative": "no verdict"}
+                 "uninformative": "no verdict", "weak_calibration": "calibration too weak",
+                 "too_few": "too few snippets"}
 #: What each short verdict means, for legends that name the short one first (no "no verdict: no verdict: …").
 VERDICT_MEANING = {k: v.removeprefix(f"{VERDICT_SHORT[k]}: ") for k, v in VERDICTS.items()}
 BOOK_COLUMNS = ["book", "n_snippets", "n_effective", "rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo",
@@ -71,7 +78,7 @@ def analyse_books(calibration: Calibration, snippets: pd.DataFrame, *, alpha: fl
         "prevalence_hi": prevalence_hi, "mean_score": mean_score,
         "p_value": book_tests(scores, starts, cal.nonmember_scores)})
     table["p_adj"] = benjamini_hochberg(table["p_value"].to_numpy())
-    table["verdict"] = [verdict(row, cal, alpha) for row in table.itertuples()]
+    table["verdict"] = [verdict(row, cal, alpha, n_books=len(table)) for row in table.itertuples()]
     table["verdict_fpr"] = cal.fpr
     return table.sort_values(["prevalence", "mean_score"], ascending=False, na_position="last").reset_index(drop=True)[BOOK_COLUMNS]
 
@@ -114,24 +121,44 @@ def book_tests(scores: np.ndarray, starts: np.ndarray, reference) -> np.ndarray:
     return out
 
 
-def verdict_key(p_adj: float, prevalence_lo: float, cal: Calibration, alpha: float = ALPHA) -> str:
-    """Which of `VERDICTS` applies: the test decides, the prevalence interval grades it."""
+def can_reach(n_snippets: int, n_reference: int, n_books: int, alpha: float = ALPHA) -> bool:
+    """Whether the book test could be significant after the correction for `n_books` books: its smallest p-value
+    (every snippet above every reference one: exactly 1 / C(n + m, n)) times the books below `alpha`. 2 + 2
+    calibration books of 3 snippets and 8 books of 3: 8 / C(9, 3) = 0.095, no; the demo's 5 and 10: 0.0027, yes."""
+    log_comb = math.lgamma(n_snippets + n_reference + 1) - math.lgamma(n_snippets + 1) - math.lgamma(n_reference + 1)
+    return math.log(n_books) - log_comb < math.log(alpha)
+
+
+def verdict_key(p_adj: float, prevalence_lo: float, cal: Calibration, alpha: float = ALPHA, *,
+                reachable: bool = True) -> str:
+    """Which of `VERDICTS` applies: the test decides, the prevalence interval grades it, once a verdict can rest on
+    the calibration (it separates the books, its FPR is pinned down: `Calibration.supports_verdicts`) and the test
+    could be significant with these counts (`reachable`, see `can_reach`)."""
     if not cal.informative:
         return "uninformative"
+    if not cal.supports_verdicts:
+        return "weak_calibration"
+    if not reachable:
+        return "too_few"
     if np.isfinite(p_adj) and p_adj < alpha:
         return "evidence" if prevalence_lo > 0 else "weak"
     return "none"
 
 
-def verdict(row, cal: Calibration, alpha: float = ALPHA) -> str:
+def book_key(row, cal: Calibration, n_books: int, alpha: float = ALPHA) -> str:
+    """`verdict_key` of one row of an `analyse_books` table of `n_books` books."""
+    return verdict_key(row.p_adj, row.prevalence_lo, cal, alpha,
+                       reachable=can_reach(row.n_snippets, cal.n_nonmember_snippets, n_books, alpha))
+
+
+def verdict(row, cal: Calibration, alpha: float = ALPHA, *, n_books: int = 1) -> str:
     """The verdict in words, with the calibration FPR it rests on."""
-    key = verdict_key(row.p_adj, row.prevalence_lo, cal, alpha)
-    return f"{VERDICTS[key]} (threshold at {cal.fpr:.1%} FPR on the calibration books)"
+    return f"{VERDICTS[book_key(row, cal, n_books, alpha)]} (threshold at {cal.fpr:.1%} FPR on the calibration books)"
 
 
 def verdict_keys(books: pd.DataFrame, cal: Calibration, alpha: float = ALPHA) -> list[str]:
     """`verdict_key` of every row of an `analyse_books` table, in its order."""
-    return [verdict_key(row.p_adj, row.prevalence_lo, cal, alpha) for row in books.itertuples()]
+    return [book_key(row, cal, len(books), alpha) for row in books.itertuples()]
 
 
 def equal_rate_notes(books: pd.DataFrame, keys: list[str], quote=str) -> list[str]:

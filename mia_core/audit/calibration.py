@@ -22,6 +22,14 @@ from .statistics import (book_offsets, centre_books, clopper_pearson, intraclass
 RULES = ("fpr", "accuracy")
 #: Below this many books of a class the intervals are rough, and the report says so.
 FEW_BOOKS = 5
+#: A verdict needs the calibration's FPR pinned down: the upper end of its interval at most this many times the
+#: target FPR (50% for the default 5%; with `rule="accuracy"`, times the larger of the FPR found and 5%). A
+#: convention, stated: with no false positive it asks for at least 6 effective non-member snippets (Clopper–Pearson
+#: 95%: 1 − 0.025^(1/6) = 46%). The demo's 2 + 2 plays of 5 snippets reach 34.6% (its design effect 1.15). Fewer
+#: snippets per book also fail the book test's own bar (`books.can_reach`).
+FPR_SLACK = 10.0
+#: The FPR the slack multiplies under `rule="accuracy"` at least (no target is set there).
+FPR_FLOOR = 0.05
 #: Which interval each number carries (reports and `Calibration.summary()` name them).
 RATE_INTERVAL = ("Clopper–Pearson (exact binomial) on effective snippet counts: n / design effect, the Kish design "
                  "effect from the correlation of hits within a calibration book")
@@ -73,6 +81,17 @@ class Calibration:
         """False when the detector does not separate the calibration books (no verdict can rest on it)."""
         return self.tpr > self.fpr and not (self.auroc_ci[0] <= 0.5)
 
+    @property
+    def fpr_allowed(self) -> float:
+        """The most the FPR's upper bound may be for verdicts to rest on this calibration (`FPR_SLACK`)."""
+        target = self.target_fpr if self.target_fpr is not None else max(self.fpr, FPR_FLOOR)
+        return min(1.0, FPR_SLACK * target)
+
+    @property
+    def supports_verdicts(self) -> bool:
+        """Whether the FPR at the threshold is known well enough for a verdict (`FPR_SLACK`)."""
+        return self.fpr_ci[1] <= self.fpr_allowed
+
     def summary(self) -> dict:
         """JSON-ready numbers for reports and the store (no arrays)."""
         keys = ("threshold", "rule", "target_fpr", "tpr", "fpr", "accuracy", "tpr_ci", "fpr_ci", "auroc", "auroc_ci",
@@ -80,7 +99,8 @@ class Calibration:
                 "book_sd", "ci", "seed", "warnings")
         intervals = {"rate_interval": RATE_INTERVAL, "book_rate_interval": BOOK_RATE_INTERVAL,
                      "prevalence_interval": PREVALENCE_INTERVAL, "auroc_interval": "percentile, whole books resampled"}
-        return {k: getattr(self, k) for k in keys} | {"informative": self.informative} | intervals
+        return ({k: getattr(self, k) for k in keys} | {"informative": self.informative,
+                                                       "supports_verdicts": self.supports_verdicts} | intervals)
 
 
 def choose_threshold(labels, scores, *, rule: str = "fpr", target_fpr: float = 0.05) -> float:
@@ -163,6 +183,25 @@ def _design_effect(hits: np.ndarray, books: np.ndarray, score_icc: float) -> flo
     return kish_design_effect(books, icc if np.isfinite(icc) else score_icc)
 
 
+def weak_calibration_reason(cal: Calibration) -> str | None:
+    """Why no verdict rests on this calibration's FPR, and how many more non-member snippets (and books like these)
+    would pin it down; None when it supports verdicts."""
+    if cal.supports_verdicts:
+        return None
+    n_effective = cal.n_nonmember_snippets / cal.fpr_deff
+    needed = next((n for n in np.unique(np.geomspace(max(n_effective, 1), 10**7, 400).round())
+                   if clopper_pearson(cal.fpr * n, n, cal.ci)[1] <= cal.fpr_allowed), None)
+    text = (f"the false-positive rate at the threshold is {cal.fpr:.1%} with an interval up to {cal.fpr_ci[1]:.0%}, "
+            f"more than {FPR_SLACK:g}× the {cal.fpr_allowed / FPR_SLACK:.0%} it should hold, from "
+            f"{cal.n_nonmember_snippets} non-member snippets in {cal.n_nonmember_books} books")
+    if needed is None:
+        return text
+    more = max(1, math.ceil(needed * cal.fpr_deff) - cal.n_nonmember_snippets)
+    per_book = cal.n_nonmember_snippets / max(cal.n_nonmember_books, 1)
+    return (f"{text}; about {more} more non-member snippets (some {math.ceil(more / per_book)} more non-member "
+            f"books of this length, or longer books) would pin it down")
+
+
 def _warnings(cal: Calibration, evaluation_warnings: list[str]) -> list[str]:
     """What limits the evidence of this calibration, in plain words."""
     notes = []
@@ -171,6 +210,8 @@ def _warnings(cal: Calibration, evaluation_warnings: list[str]) -> list[str]:
                      "the intervals rest on very few books and are rough")
     if cal.target_fpr is not None and cal.n_nonmember_snippets < math.ceil(1 / cal.target_fpr - 1e-9):
         notes.append(f"{cal.n_nonmember_snippets} non-member snippets cannot resolve an FPR of {cal.target_fpr:.1%}")
+    if cal.informative and (reason := weak_calibration_reason(cal)):
+        notes.append(f"calibration too weak for a verdict: {reason}")
     if not cal.informative:
         notes.append(f"the method does not separate the calibration books (AUROC {cal.auroc:.2f}, interval "
                      f"{cal.auroc_ci[0]:.2f}–{cal.auroc_ci[1]:.2f}; TPR {cal.tpr:.1%} at FPR {cal.fpr:.1%}): "

@@ -21,8 +21,8 @@ from ..api import MethodSpec
 from ..model.language_model import LanguageModel
 from ..runs.atomic import atomic_outputs
 from ..scoring import score
-from .books import BOOK_COLUMNS, VERDICT_MEANING, VERDICT_SHORT, equal_rate_notes, verdict_key, verdict_keys
-from .calibration import BOOK_RATE_INTERVAL, PREVALENCE_INTERVAL, RATE_INTERVAL
+from .books import BOOK_COLUMNS, VERDICT_MEANING, VERDICT_SHORT, equal_rate_notes, verdict_keys
+from .calibration import BOOK_RATE_INTERVAL, PREVALENCE_INTERVAL, RATE_INTERVAL, weak_calibration_reason
 from .figures import VERDICT_COLOURS, books_figure, calibration_figure
 from .jobs import AuditResult, AuditSettings
 
@@ -44,9 +44,8 @@ table.books td.verdict{font-weight:600;border-left:6px solid #888}
 
 def flagged_books(result: AuditResult) -> list[str]:
     """Books whose verdict is evidence or weak evidence, in table order."""
-    cal = result.calibration
-    return [row.book for row in result.books.itertuples()
-            if verdict_key(row.p_adj, row.prevalence_lo, cal) in ("evidence", "weak")]
+    keys = verdict_keys(result.books, result.calibration)
+    return [book for book, key in zip(result.books["book"], keys) if key in ("evidence", "weak")]
 
 
 def write_csvs(result: AuditResult, output_dir: str | Path) -> tuple[Path, Path]:
@@ -114,13 +113,19 @@ def write_report(result: AuditResult, output_dir: str | Path, lm: LanguageModel 
 def _summary(result: AuditResult, flagged: list[str]) -> str:
     cal = result.calibration
     n = len(result.books)
-    books = result.books.set_index("book")
-    strong = [b for b in flagged if verdict_key(books.at[b, "p_adj"], books.at[b, "prevalence_lo"], cal) == "evidence"]
+    keys = dict(zip(result.books["book"], verdict_keys(result.books, cal)))
+    strong = [b for b in flagged if keys[b] == "evidence"]
     text = (f"{n} book{'s' if n != 1 else ''} audited. {len(strong)} show{'s' if len(strong) == 1 else ''} evidence "
             f"consistent with training on the book (Benjamini–Hochberg-adjusted p &lt; 0.05 and a prevalence interval "
             f"above 0), at a threshold that flags {cal.fpr:.1%} of the calibration's non-member snippets.")
     if not cal.informative:
         text = "<b>The method does not separate the calibration books, so no verdict is given.</b> " + text
+    elif reason := weak_calibration_reason(cal):
+        text = f"<b>The calibration is too weak for a verdict, so none is given</b>: {_e(reason)}. " + text
+    if few := sum(key == "too_few" for key in keys.values()):
+        text += (f" <b>{few} book{'s have' if few != 1 else ' has'} too few snippets for a verdict</b>: with "
+                 f"{cal.n_nonmember_snippets} non-member calibration snippets and {n} books, the book test cannot "
+                 "reach significance; longer books (smaller snippets) or more calibration books would.")
     warnings = "".join(f"<li>{_e(w)}</li>" for w in cal.warnings)
     return f"<p>{text}</p>" + (f"<div class='warn'><b>Read with care:</b><ul>{warnings}</ul></div>" if warnings else "")
 

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from mia_core.audit.books import analyse_books, verdict_key
-from mia_core.audit.calibration import calibrate, choose_threshold
-from mia_core.audit.statistics import book_test, predictive_rates, prevalence
+from mia_core.audit.books import VERDICTS, analyse_books, can_reach, verdict_key
+from mia_core.audit.calibration import FPR_SLACK, calibrate, choose_threshold, weak_calibration_reason
+from mia_core.audit.statistics import book_test, clopper_pearson, predictive_rates, prevalence
 from mia_core.metrics import benjamini_hochberg
 
 
@@ -142,3 +142,53 @@ def test_prevalence_interval_covers_the_truth_in_simulations():
         row = analyse_books(cal, pd.DataFrame({"book": "b", "position": range(60), "score": scores})).iloc[0]
         covered.append(row.prevalence_lo <= truth <= row.prevalence_hi)
     assert np.mean(covered) >= 0.85
+
+
+def two_by_two(per_book: int):
+    """2 member + 2 non-member calibration books of `per_book` snippets, perfectly separated, their scores dealt
+    alternately to the two books of a class (no book effect: design effect 1), and their calibration."""
+    n = 2 * per_book
+    ranks = np.arange(n) / n
+    scores = np.r_[5 + ranks, ranks]
+    books = [f"m{i % 2}" for i in range(n)] + [f"n{i % 2}" for i in range(n)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return calibrate(scores, [1] * n + [0] * n, books, target_fpr=0.05, n_boot=200, seed=0)
+
+
+def test_a_calibration_too_weak_for_a_verdict_gives_none_and_says_what_would_fix_it():
+    """2 + 2 calibration books of 2 snippets: FPR 0% with an interval up to 60%, over 10× the 5% target: no verdict,
+    and the reason says how many more non-member snippets would do. Books of 5 (the demo's plays) keep theirs."""
+    weak, demo_like = two_by_two(2), two_by_two(5)
+    assert weak.fpr == demo_like.fpr == 0.0 and weak.informative and demo_like.informative
+    assert weak.fpr_deff == demo_like.fpr_deff == 1.0  # so the intervals are the exact ones of 0 of 4 and 0 of 10
+    assert weak.fpr_ci[1] == pytest.approx(1 - 0.025 ** (1 / 4)) and demo_like.fpr_ci[1] == pytest.approx(0.3085, abs=1e-4)
+    assert weak.fpr_ci[1] > FPR_SLACK * 0.05 >= demo_like.fpr_ci[1]
+    assert not weak.supports_verdicts and demo_like.supports_verdicts
+    snippets = pd.DataFrame({"book": ["read"] * 6 + ["unread"] * 6, "position": list(range(6)) * 2,
+                             "score": [6.0, 7, 8, 6.5, 7.5, 9] + [0.1, 0.2, 0.3, 0.4, 0.15, 0.25]})
+    assert all(v.startswith(VERDICTS["weak_calibration"]) for v in analyse_books(weak, snippets)["verdict"])
+    kept = analyse_books(demo_like, snippets).set_index("book")
+    assert kept.loc["read", "verdict"].startswith(VERDICTS["evidence"])
+    assert kept.loc["unread", "verdict"].startswith(VERDICTS["none"])
+    reason = weak_calibration_reason(weak)
+    assert reason.startswith("the false-positive rate at the threshold is 0.0% with an interval up to 60%")
+    more = int(reason.split("about ")[1].split(" more")[0])
+    n_after = (weak.n_nonmember_snippets + more) / weak.fpr_deff  # the fix, checked with the exact interval
+    assert clopper_pearson(0, n_after, 0.95)[1] <= weak.fpr_allowed < clopper_pearson(0, n_after - 1, 0.95)[1]
+    assert any(w.startswith("calibration too weak for a verdict") for w in weak.warnings)
+    assert weak_calibration_reason(demo_like) is None
+
+
+def test_books_whose_test_cannot_reach_significance_get_no_verdict():
+    """The issue's run: 2 + 2 calibration books and 8 books, 3 snippets each. Two plays were headlined "consistent
+    with training" at p = 0.012, the smallest the test can give (1 / C(9, 3)); over 8 books it cannot reach 0.05."""
+    cal = two_by_two(3)
+    assert cal.supports_verdicts and cal.n_nonmember_snippets == 6
+    assert book_test([7.0, 8, 9], cal.nonmember_scores) == pytest.approx(1 / math.comb(9, 3))
+    snippets = pd.DataFrame({"book": np.repeat([f"b{i}" for i in range(8)], 3), "position": list(range(3)) * 8,
+                             "score": np.r_[[7.0, 8, 9] * 2, np.linspace(0, 0.9, 18)]})
+    table = analyse_books(cal, snippets).set_index("book")
+    assert table.loc["b0", "p_adj"] < 0.05  # BH over two books at the extreme passes: the gate is what stops it
+    assert all(v.startswith(VERDICTS["too_few"]) for v in table["verdict"])
+    assert not can_reach(3, 6, 8) and can_reach(3, 6, 1) and can_reach(5, 10, 8)  # 0.095, 0.012, 0.0027
