@@ -164,7 +164,8 @@ def draw(result: dict) -> None:
     st.plotly_chart(roc_figure(labels, scores, log_scale=log_scale), key="bench_roc")
     st.dataframe(shown(metrics_table(report, methods)), hide_index=True, key="bench_metrics", column_config=column_config())
     st.caption("Hover a column header for how to read it. AUROC above blind: the method's AUROC minus the best "
-               "model-free attack's on the same texts; near 0 or below, the texts alone explain the labels.")
+               "model-free attack's on the same texts (minus 0.5 when that attack is below chance); near 0 or below, "
+               "the texts alone explain the labels.")
     if note := unresolved_note(report):
         st.caption(note)
     level, line = blind_note(report)

@@ -40,12 +40,21 @@ def evaluate_frame(scores: pd.DataFrame, labels, texts, *, n_boot: int = 1000, s
         report: dict = {n: metrics.evaluate(labels, scores[n].to_numpy(), n_boot=n_boot, seed=seed) for n in scores}
         baseline = blind.blind_baseline(list(texts), labels, seed=seed)
     for n in scores:  # how far a method gets beyond what the text alone explains (NaN when either is undefined)
-        report[n]["auroc_above_blind"] = report[n]["auroc"] - baseline["auroc"]
+        report[n]["auroc_above_blind"] = above_blind(report[n]["auroc"], baseline["auroc"])
     report["blind_baseline"] = baseline
     report["n_members"] = int((labels == 1).sum())
     report["n_nonmembers"] = int((labels == 0).sum())
     report["warnings"] = blind.blind_warnings(baseline, {n: report[n]["auroc"] for n in scores})
     return report
+
+
+def above_blind(auroc: float, blind_auroc: float) -> float:
+    """AUROC − max(blind baseline, 0.5): what the model adds beyond the text alone, and never beyond chance. A blind
+    baseline below chance (0.375 on some splits) is luck, not a lower bar: against it a chance-level method would
+    show +0.125. NaN when either is undefined."""
+    if math.isnan(auroc) or math.isnan(blind_auroc):
+        return math.nan
+    return auroc - max(blind_auroc, 0.5)
 
 
 def format_report(report: dict, methods: list[str]) -> str:

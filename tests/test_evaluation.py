@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shlex
 
 import numpy as np
@@ -12,7 +13,8 @@ from sklearn.metrics import roc_auc_score
 
 from mia_core import load_model, score_texts
 from mia_core.blind import ATTACKS, blind_baseline
-from mia_core.evaluation import FitSplit, evaluate_frame, evaluate_methods, format_report, json_safe, reproduce_command
+from mia_core.evaluation import (FitSplit, above_blind, evaluate_frame, evaluate_methods, format_report, json_safe,
+                                 reproduce_command)
 from mia_core.version import code_version
 from tests.support.cli_runner import run_cli
 
@@ -128,3 +130,11 @@ def test_evaluate_frame_reports_auroc_above_blind_and_every_attack():
     for line, name in zip(printed[4:4 + len(ATTACKS)], ATTACKS):
         assert name in line and f"{baseline['attacks'][name]['auroc']:6.3f}" in line
         assert line.endswith("<- the blind baseline") == (name == baseline["best"])
+
+
+def test_above_blind_is_measured_from_chance_when_the_blind_baseline_is_below_it():
+    """The issue's case: a blind baseline of 0.375 made a chance-level method (0.533) look +0.158 above blind."""
+    assert above_blind(0.533, 0.375) == pytest.approx(0.033, abs=1e-12)
+    assert above_blind(0.9, 0.7) == pytest.approx(0.2, abs=1e-12)  # above chance: the plain difference
+    assert above_blind(0.45, 0.5) == pytest.approx(-0.05, abs=1e-12)
+    assert math.isnan(above_blind(0.8, math.nan)) and math.isnan(above_blind(math.nan, 0.6))

@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from mia_core.csv_safe import to_csv_safe
-from ui.bench_tables import METRIC_KEYS, blind_interval, compare_table, shown
+from ui.bench_tables import METRIC_KEYS, TPR_RATES, blind_interval, compare_table, shown
 from ui.charts import method_label, runs_roc_figure
 
 #: Runs kept per session (the oldest is dropped first): each holds its texts and scores.
@@ -61,7 +61,9 @@ def compare_ui(log_scale: bool) -> None:
     st.caption("One colour per run, one line style per method. Runs on the same texts with different models show "
                "what the model knows; the same model on different texts shows how the data matters.")
     column = st.selectbox("Metric side by side", list(METRIC_KEYS), key="bench_compare_metric")
-    st.dataframe(shown(compare_table(chosen, column)), hide_index=True, key="bench_compare_table")
+    table = compare_table(chosen, column)
+    runs = [c for c in table.columns if c != "method"] if column in TPR_RATES else []  # blank, not "None"
+    st.dataframe(shown(table, runs), hide_index=True, key="bench_compare_table")
 
 
 def metrics_json(result: dict) -> str:

@@ -25,8 +25,9 @@ HELP = {
               "like these. A wide interval means too few texts.",
     "FPR@95%TPR": "Share of non-members wrongly flagged when the threshold catches 95% of the members "
                   "(lower = better).",
-    "AUROC above blind": "This AUROC minus the best model-free (blind) attack's on the same texts: near 0 or below, "
-                         "the text alone (topic, date, style) explains the labels, not the model.",
+    "AUROC above blind": "This AUROC minus the best model-free (blind) attack's on the same texts, or minus 0.5 when "
+                         "that attack is below chance: near 0 or below, the text alone (topic, date, style) explains "
+                         "the labels, not the model.",
 }
 #: Blind-baseline interval half-widths above which the page warns (first) or notes (second) the uncertainty.
 UNCERTAIN, IMPRECISE = 0.10, 0.05
@@ -65,17 +66,26 @@ def metrics_table(report: dict, methods: Sequence[str]) -> pd.DataFrame:
 
 
 def column_config() -> dict:
-    """`st.dataframe` column settings: the reading of each metric on its header, numbers to three decimals."""
+    """`st.dataframe` column settings: the reading of each metric on its header, numbers to three decimals; the TPR
+    columns as text (`shown`), since a number column draws a missing value as "None" whatever the table's format."""
     config = {"method": st.column_config.TextColumn("method", help=HELP["method"]),
               "95% CI": st.column_config.TextColumn("95% CI", help=HELP["95% CI"])}
     for column in METRIC_KEYS:
-        config[column] = st.column_config.NumberColumn(column, help=tpr_help(column) if column in TPR_RATES
-                                                       else HELP[column])
+        config[column] = (st.column_config.TextColumn(column, help=tpr_help(column)) if column in TPR_RATES
+                          else st.column_config.NumberColumn(column, help=HELP[column], format="%.3f"))
     return config
 
 
-def shown(table: pd.DataFrame):
-    """The table as drawn: numbers to three decimals, an unresolvable cell blank (not "None")."""
+def as_text(values: pd.Series) -> pd.Series:
+    """Numbers to three decimals, a missing one blank: what a cell that may be unresolvable shows."""
+    return values.map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3f}").astype(object)
+
+
+def shown(table: pd.DataFrame, text_columns: Sequence[str] | None = None):
+    """The table as drawn: numbers to three decimals; `text_columns` (default: the TPR columns present) as text, so
+    an unresolvable cell is blank, not "None"."""
+    columns = [c for c in table.columns if c in TPR_RATES] if text_columns is None else list(text_columns)
+    table = table.assign(**{c: as_text(table[c]) for c in columns})
     return table.style.format(precision=3, na_rep="")
 
 
