@@ -71,7 +71,8 @@ def column_config() -> dict:
     config = {"method": st.column_config.TextColumn("method", help=HELP["method"]),
               "95% CI": st.column_config.TextColumn("95% CI", help=HELP["95% CI"])}
     for column in METRIC_KEYS:
-        config[column] = (st.column_config.TextColumn(column, help=tpr_help(column)) if column in TPR_RATES
+        config[column] = (st.column_config.TextColumn(column, help=tpr_help(column), alignment="right")
+                          if column in TPR_RATES
                           else st.column_config.NumberColumn(column, help=HELP[column], format="%.3f"))
     return config
 

@@ -173,7 +173,7 @@ def reference_section(reference: ReferenceSet, stats, scores: dict[str, float]) 
             st.markdown(f"**{label}** {in_words(result[f'p_{method}'][0], result[f'pct_{method}'][0], reference.size)}")
             others = reference.table.loc[reference.table["sha256"] != text_sha256(stats.text), method]
             st.plotly_chart(reference_figure(others.to_numpy(dtype=float), value, label),
-                            use_container_width=True, key=f"explore_reference_{method}")
+                            width="stretch", key=f"explore_reference_{method}")
     for note in notes:
         st.caption(f"Note: {plain(note)}.")
     st.caption("A p-value is valid when the text is of the same kind as the known non-members (source, period, "

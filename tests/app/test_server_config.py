@@ -25,6 +25,7 @@ def test_config_binds_to_loopback_and_hides_error_details():
     assert config["server"]["address"] == "127.0.0.1"
     # Streamlit 1.67: "none" shows a generic message; the old `false` still means "stacktrace" (tracebacks shown)
     assert config["client"]["showErrorDetails"] == "none"
+    assert config["client"]["toolbarMode"] == "viewer"  # no Deploy button, no developer options for visitors
 
 
 def test_make_run_binds_to_loopback_unless_asked():
