@@ -2,7 +2,12 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable
+
+#: Characters that reorder or hide text where a name is shown (the bidi embeddings, overrides, isolates and marks:
+#: U+202A–U+202E, U+2066–U+2069, U+200E/U+200F, U+061C) and other controls (C0, DEL, C1).
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def unknown_name(kind: str, name: object, known: Iterable[str]) -> str:
@@ -18,3 +23,9 @@ def check_choice(kind: str, value: object, known: Iterable[str]) -> None:
     known = tuple(known)
     if value not in known:
         raise ValueError(unknown_name(kind, value, known))
+
+
+def shown_name(name: str) -> str:
+    """`name` with every bidi control and control character written as its escape (`\\u202e`): a book named
+    `\\u202eevil.txt` would read backwards wherever it is shown or written (tables, reports, CSV cells, file names)."""
+    return _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), name)

@@ -17,6 +17,7 @@ from ..inputs.documents import SUFFIXES as DOCUMENT_SUFFIXES
 from ..inputs.documents import DocumentError, document_text
 from ..inputs.limits import MAX_BOOK_BYTES, MAX_BOOK_TEXT_CHARS, MAX_SOURCE_BYTES, ZIP_ERRORS, TooLarge
 from ..inputs.tables import TABLE_SUFFIXES, InputError, read_table
+from ..names import shown_name
 
 #: Folder names that label the books inside them in a calibration folder or zip.
 LABEL_FOLDERS = {"members": 1, "member": 1, "non_members": 0, "non-members": 0, "nonmembers": 0, "non_member": 0}
@@ -193,6 +194,7 @@ def _zip_items(path: Path) -> list:
         raise InputError(f"{path}: {err}") from None
     except ZIP_ERRORS:
         raise InputError(f"{path}: not a readable zip file") from None
+    _utf8_names(archive)
     entries = sorted((i for i in archive.infolist() if not i.is_dir() and "__MACOSX" not in i.filename
                       and not PurePosixPath(i.filename).name.startswith(".")), key=lambda i: i.filename)
     infos = [i for i in entries if PurePosixPath(i.filename).suffix.lower() in DOCUMENT_SUFFIXES]
@@ -207,6 +209,17 @@ def _zip_items(path: Path) -> list:
     return ([(i.filename, _label_of(PurePosixPath(i.filename).parts), _zip_reader(archive, i)) for i in infos]
             + [(i.filename, None, _nested_zip(i.filename)) for i in nested]
             + [(i.filename, None, _not_a_book(i.filename)) for i in others])
+
+
+def _utf8_names(archive: zipfile.ZipFile) -> None:
+    """Entry names stored as UTF-8 without the zip's UTF-8 flag (many zip tools) read as UTF-8, not as the CP437
+    the format assumes (a name holding U+202E arrived as `ΓÇ«evil`); reading an entry still uses its stored name."""
+    for info in archive.infolist():
+        if not info.flag_bits & 0x800:
+            try:
+                info.filename = info.filename.encode("cp437").decode("utf-8")
+            except (UnicodeEncodeError, UnicodeDecodeError):  # CP437 indeed (or not UTF-8): as stored
+                continue
 
 
 def _zip_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo):
@@ -274,14 +287,16 @@ def _demo_books(name: str, role: str) -> list[Book]:
 
 
 def _unique(books: list[Book], problems: list[Problem]) -> tuple[list[Book], list[Problem]]:
-    """Make book names unique (`name`, `name (2)`, …) in order, so ids never collide."""
+    """Make book names unique (`name`, `name (2)`, …) in order, so ids never collide, with their bidi and control
+    characters shown as escapes (`names.shown_name`), as every name a user's file gives."""
     seen: dict[str, int] = {}
     out = []
     for book in books:
-        seen[book.name] = seen.get(book.name, 0) + 1
-        name = book.name if seen[book.name] == 1 else f"{book.name} ({seen[book.name]})"
+        base = shown_name(book.name)
+        seen[base] = seen.get(base, 0) + 1
+        name = base if seen[base] == 1 else f"{base} ({seen[base]})"
         out.append(Book(name, book.text, book.source, book.label))
-    return out, problems
+    return out, [Problem(shown_name(p.book), p.message) for p in problems]
 
 
 def write_uploads(files: dict[str, bytes], folder: Path) -> Source:

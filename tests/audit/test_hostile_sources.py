@@ -1,6 +1,8 @@
 """An audit goes on past hostile books (each a named problem), and no uploaded file is dropped silently."""
 from __future__ import annotations
 
+import zipfile
+
 import pandas as pd
 import pytest
 
@@ -99,3 +101,29 @@ def test_a_table_book_over_the_book_text_bound_is_a_problem(tmp_path, monkeypatc
         books, problems = read_books(path)
         assert [b.name for b in books] == ["short"]
         assert [p.book for p in problems] == ["long"] and "1,202 characters of text, over the 1,000" in problems[0].message
+
+
+class Utf8WithoutFlag(zipfile.ZipInfo):
+    """An entry whose name is stored as UTF-8 without the zip's UTF-8 flag, as many zip tools write them."""
+
+    def _encodeFilenameFlags(self):
+        return self.filename.encode("utf-8"), self.flag_bits
+
+
+def test_zip_names_are_read_as_utf8_and_bidi_controls_in_names_are_shown_not_obeyed(tmp_path):
+    """A name with U+202E arrived as `ΓÇ«evil` (CP437); once decoded, its override must not reverse tables,
+    reports, CSV cells or file names: every book name shows such characters as escapes."""
+    path = tmp_path / "books.zip"
+    with zipfile.ZipFile(path, "w") as out:
+        out.writestr(Utf8WithoutFlag("\u202eevil.txt"), words(30, "e"))
+        out.writestr(Utf8WithoutFlag("Brontë – Villette.txt"), words(30, "v"))
+        out.writestr(Utf8WithoutFlag("\u2066cover\u2069.jpg"), b"jpeg")
+    with zipfile.ZipFile(path) as raw:
+        assert "ΓÇ«evil.txt" in raw.namelist()  # what zipfile itself makes of it
+    books, problems = read_books(path)
+    assert sorted(b.name for b in books) == ["Brontë – Villette", "\\u202eevil"]
+    assert {b.name: b.text for b in books}["\\u202eevil"] == words(30, "e")  # the entry read by its stored name
+    assert [p.book for p in problems] == ["\\u2066cover\\u2069"]
+    table = pd.DataFrame({"book": ["a\u202eb", "plain"], "text": [words(10, "a"), words(10, "p")]})
+    table.to_csv(tmp_path / "rows.csv", index=False)
+    assert [b.name for b in read_books(tmp_path / "rows.csv")[0]] == ["a\\u202eb", "plain"]

@@ -52,7 +52,7 @@ def test_audit_books_prints_hostile_book_names_escaped(tmp_path, model_dir):
     assert not any(line.startswith("ALL BOOKS CLEAN") for line in out.splitlines())
     assert "\\x1b[2J\\x1b[Hbook" in out and "x\\nALL BOOKS CLEAN\\r" in out  # shown, so the reader sees the trick
     report = pd.read_csv(tmp_path / "out" / "books.csv")
-    assert FAKE_LINE in report["book"].tolist()  # the data itself is kept as it was (the CSV quotes it)
+    assert "x\\nALL BOOKS CLEAN\\r" in report["book"].tolist()  # names keep their controls as escapes everywhere
 
 
 def test_errors_and_warnings_are_one_escaped_line(tmp_path, model_dir):
