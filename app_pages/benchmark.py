@@ -22,7 +22,7 @@ from mia_core.inputs.benchmarks import BENCHMARKS
 from mia_core.limits import RequestTooLarge, check_request_cost
 from mia_core.methods import NEEDS
 from ui.bench_data import data_ui
-from ui.bench_runs import compare_ui, keep_run, metrics_json, scores_csv, short_model
+from ui.bench_runs import compare_ui, download_name, keep_run, metrics_json, scores_csv, short_model
 from ui.bench_tables import blind_note, blind_table, column_config, metrics_table, shown, unresolved_note
 from ui.charts import bucket_table, distribution_figure, method_label, roc_figure
 from ui.helpers import BenchmarkHelpers, benchmark_helpers_ui, helpers_note
@@ -181,9 +181,10 @@ def draw(result: dict) -> None:
     st.markdown("**Download** — every text with its scores, and the metrics with the model, its fingerprint, the "
                 "data, k, seeds and methods, and the command that repeats them:")
     c1, c2 = st.columns(2)
-    c1.download_button("Per-sample scores (CSV)", scores_csv(result), "scores.csv", "text/csv", key="bench_dl_scores")
-    c2.download_button("Metrics and settings (JSON)", metrics_json(result), "metrics.json", "application/json",
-                       key="bench_dl_metrics")
+    c1.download_button("Per-sample scores (CSV)", scores_csv(result), download_name(result, "scores", ".csv"),
+                       "text/csv", key="bench_dl_scores")
+    c2.download_button("Metrics and settings (JSON)", metrics_json(result), download_name(result, "metrics", ".json"),
+                       "application/json", key="bench_dl_metrics")
     st.code(result["command"], language="bash", wrap_lines=True)
     if result["name"] in BENCHMARKS:
         st.caption(f"{result['name']} came from the hub: save its rows as a CSV (text, label) and pass that file "

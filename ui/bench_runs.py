@@ -4,6 +4,7 @@ the metrics JSON (model, fingerprint, dataset, k, seed, methods, the reproducing
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import streamlit as st
@@ -16,6 +17,8 @@ from ui.charts import method_label, runs_roc_figure
 MAX_RUNS = 10
 #: Session-state keys: the kept runs and the counter that numbers them.
 RUNS_KEY, COUNTER_KEY = "bench_runs", "bench_run_counter"
+#: Characters a downloaded file name may not hold (path separators, spaces, quotes, controls, …).
+_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def short_model(spec: str) -> str:
@@ -29,6 +32,14 @@ def run_label(number: int, result: dict) -> str:
     n = report["n_members"] + report["n_nonmembers"]
     k = "k per method" if result["k"] is None else f"k {result['k']:g}"
     return f"#{number} {short_model(result['model'])} · {result['name']} · n {n:,} · {k}"
+
+
+def download_name(result: dict, what: str, suffix: str) -> str:
+    """"run2_demo-known_demo-wiki_2026-11-26_scores.csv": a download named by its run (number, model, texts, day), so
+    two runs' files neither overwrite nor get mixed up; only letters, digits, `.`, `_` and `-`."""
+    day = str(result["report"]["run"].get("created", ""))[:10]
+    parts = [f"run{result.get('number', 0)}", short_model(result["model"]), str(result["name"]), day, what]
+    return "_".join(_FILE_UNSAFE.sub("-", p).strip("-.") or "x" for p in parts if p) + suffix
 
 
 def keep_run(result: dict) -> dict:

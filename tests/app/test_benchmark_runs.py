@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -170,6 +171,10 @@ def test_upload_column_pickers_and_the_downloads(tiny_app, downloads):
     at.multiselect(key="bench_methods").set_value(["loss", "min_k"]).run()
     at.button(key="bench_run").click().run()
     assert not at.exception, at.exception
+    names = {n.rsplit("_", 1)[-1]: n for n in downloads}  # named by run: run1_<model>_mine.csv_<day>_metrics.json
+    assert re.fullmatch(r"run1_[A-Za-z0-9._-]+_mine\.csv_\d{4}-\d\d-\d\d_metrics\.json", names["metrics.json"])
+    assert names["scores.csv"] == names["metrics.json"].replace("_metrics.json", "_scores.csv")
+    downloads = {short: downloads[name] for short, name in names.items()}
     metrics = json.loads(downloads["metrics.json"])
     run = metrics["run"]
     assert run["spec"] == at.session_state["model_spec"] and len(run["fingerprint"]) >= 8
