@@ -70,14 +70,15 @@ def run_truth(run_id: str, _result: AuditResult) -> dict[str, int] | None:
 
 
 def books_table(books: pd.DataFrame, keys: list[str], truth: dict[str, int] | None) -> pd.DataFrame:
-    """The per-book table as shown: the verdict in a few words first, then the book, the ground truth if asked, numbers."""
+    """The per-book table as shown: the verdict in a few words first, then the book, the ground truth if asked, the
+    test's p-values (what the verdict rests on: in view at 1400 px, never scrolled to), then the other numbers."""
     shown = books.drop(columns=["verdict", "verdict_fpr"]).assign(verdict=[VERDICT_SHORT[k] for k in keys])
     extra = []
     if truth is not None:
         shown["ground_truth"] = shown["book"].map(lambda b: TRUTH_WORDS[truth[b]])
         extra = ["ground_truth"]
-    return shown[["verdict", "book", *extra, "prevalence", "prevalence_lo", "prevalence_hi", "rate", "rate_lo", "rate_hi",
-                  "n_snippets", "n_effective", "mean_score", "p_value", "p_adj"]]
+    return shown[["verdict", "book", *extra, "p_adj", "p_value", "prevalence", "prevalence_lo", "prevalence_hi", "rate",
+                  "rate_lo", "rate_hi", "n_snippets", "n_effective", "mean_score"]]
 
 
 def table_config(legend: str) -> dict:

@@ -161,6 +161,7 @@ def test_demo_run_shows_verdicts_first_coloured_by_verdict_and_the_ground_truth(
     assert md("k=0.2") in shown_settings and "{" not in shown_settings  # NAME=VALUE, not a raw dict
     books = table_with(at, "verdict")
     assert list(books.columns[:2]) == ["verdict", "book"] and "ground_truth" not in books.columns
+    assert list(books.columns[2:4]) == ["p_adj", "p_value"]  # what the verdict rests on, in view at 1400 px
     shown = next(d for d in at.dataframe if "verdict" in d.value.columns)
     config = json.loads(shown.proto.columns)
     assert config["verdict"]["pinned"] is True and config["verdict"]["width"] == "medium"
