@@ -155,7 +155,8 @@ def _read_path(path: Path) -> tuple[list[Book], list[Problem]]:
         except ZIP_ERRORS as err:  # InputError from _check_total is not one of these: it stops the source
             if isinstance(err, InputError):
                 raise
-            problems.append(Problem(PurePosixPath(name).stem, f"{name}: not readable from the zip ({type(err).__name__}: {err})"))
+            problems.append(Problem(PurePosixPath(name).stem, f"{name}: not readable from the zip (damaged or in a "
+                                                              "compression this reader lacks); unzip it and add the file"))
     return books, problems
 
 

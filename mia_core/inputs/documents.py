@@ -47,9 +47,10 @@ def _too_long(name: str) -> DocumentError:
 
 
 def _reason(err: BaseException) -> str:
-    """A parser's exception as a short single line (its messages can be long or span lines)."""
+    """What the parser said, as a short single line without its exception's class name (a reader wants what is wrong
+    and what to do, not `PdfStreamError`)."""
     message = " ".join(str(err).split())
-    return f"{type(err).__name__}: {message[:160]}" if message else type(err).__name__
+    return f"the parser said: {message[:160]}" if message else "the parser gave no detail"
 
 
 def _plain_text(name: str, data: bytes) -> str:
@@ -83,7 +84,8 @@ def _pdf_text(name: str, data: bytes) -> str:
                                 f"not install (AES); save an unencrypted copy ({_reason(err)})") from None
         if isinstance(err, DependencyError):
             raise DocumentError(f"{name}: this PDF needs a decoder that is not installed ({_reason(err)})") from None
-        raise DocumentError(f"{name}: not a readable PDF ({_reason(err)})") from None
+        raise DocumentError(f"{name}: not a readable PDF; open it in a PDF reader and save or print it as a new PDF, "
+                            f"or convert it to .txt ({_reason(err)})") from None
     return "\n\n".join(pages)
 
 
@@ -128,7 +130,8 @@ def _epub_text(name: str, data: bytes) -> str:
     except TooLarge as err:
         raise DocumentError(f"{name}: {err}") from None
     except limits.ZIP_ERRORS as err:
-        raise DocumentError(f"{name}: not a readable EPUB ({_reason(err)})") from None
+        raise DocumentError(f"{name}: not a readable EPUB; convert it to .txt or re-export it from an e-book editor "
+                            f"({_reason(err)})") from None
     try:
         book = epub.read_epub(io.BytesIO(data), options={"ignore_ncx": True})
         chapters = []
@@ -137,5 +140,6 @@ def _epub_text(name: str, data: bytes) -> str:
             parser.feed(item.get_content().decode("utf-8", errors="replace"))
             chapters.append(re.sub(r"\n\s*\n\s*", "\n\n", "".join(parser.parts)).strip())
     except Exception as err:  # ebooklib raises bare zipfile/KeyError/EpubException/lxml errors on bad files
-        raise DocumentError(f"{name}: not a readable EPUB ({_reason(err)})") from None
+        raise DocumentError(f"{name}: not a readable EPUB; convert it to .txt or re-export it from an e-book editor "
+                            f"({_reason(err)})") from None
     return "\n\n".join(c for c in chapters if c)

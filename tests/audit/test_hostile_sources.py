@@ -1,6 +1,7 @@
 """An audit goes on past hostile books (each a named problem), and no uploaded file is dropped silently."""
 from __future__ import annotations
 
+import re
 import zipfile
 
 import pandas as pd
@@ -33,6 +34,7 @@ def check(books, problems, good: set[str]) -> None:
     assert {p.book for p in problems} == set(REASONS)
     for p in problems:
         assert REASONS[p.book] in p.message and p.message.startswith(f"{p.book}."), p
+        assert not re.search(r"\b\w+(Error|Exception)\b", p.message), p  # what is wrong, not a parser's class name
 
 
 def test_a_folder_of_hostile_and_good_books_goes_on(tmp_path, hostile):
