@@ -87,9 +87,16 @@ def books_figure(books: pd.DataFrame, cal: Calibration, keys: Sequence[str] | No
                 y=shown, x=[1.12] * len(shown), mode="markers", name=TRUTH_NAMES[value],
                 marker={"symbol": symbol, "size": 13, "color": LABEL_COLOURS[value], "line": {"width": 2}},
                 hovertemplate="%{y}<br>" + TRUTH_NAMES[value] + "<extra></extra>"))
+    if any(keys):  # the verdict and its test written beside each bar: equal bars, different verdicts, told apart
+        fig.add_trace(go.Scatter(
+            y=names, x=[right] * len(names), mode="text", textposition="middle right", showlegend=False,
+            text=[f"{VERDICT_SHORT[k]} · p(BH) {p:.2g}" for k, p in zip(keys, books["p_adj"])],
+            textfont={"color": [VERDICT_COLOURS.get(k, NEUTRAL) for k in keys], "size": 12},
+            hoverinfo="skip"))
     fig.add_vline(x=cal.fpr, line={"dash": "dot", "color": "gray"},
                   annotation_text=f"calibration FPR {cal.fpr:.1%}", annotation_position="top")
-    fig.update_layout(xaxis={"title": "share of the book's snippets", "range": [0, right], "tickformat": ".0%",
+    fig.update_layout(xaxis={"title": "share of the book's snippets", "range": [0, right + (0.55 if any(keys) else 0)],
+                             "tickformat": ".0%",
                              "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0]},
                       yaxis={"categoryorder": "array", "categoryarray": names[::-1]},  # plotly draws bottom-up
                       height=max(300, 130 + 32 * len(books)), margin={"t": 40, "l": 10, "b": 90}, barmode="overlay",

@@ -179,6 +179,9 @@ def test_demo_run_shows_verdicts_first_coloured_by_verdict_and_the_ground_truth(
         assert trace["marker"]["color"] == VERDICT_COLOUR[trace["name"]]
         assert set(trace["y"]) == {b for b, v in verdict_of.items() if v == trace["name"]}
     assert chart["layout"]["yaxis"]["categoryarray"] == books["book"].tolist()[::-1]  # top bar = first table row
+    words = next(t for t in chart["data"] if t.get("mode") == "text")  # the verdict written beside each bar
+    assert all(text.startswith(f"{verdict_of[book]} · p(BH) ") for book, text in zip(words["y"], words["text"]))
+    assert len(words["y"]) == len(books)
 
     at.toggle(key="audit_truth").set_value(True).run()
     assert not at.exception, at.exception
