@@ -14,6 +14,7 @@ from mia_core.audit.books import VERDICT_MEANING, VERDICT_SHORT, VERDICTS, equal
 from mia_core.audit.calibration import weak_calibration_reason
 from mia_core.audit.figures import books_figure, calibration_figure, snippet_scores_figure
 from mia_core.audit.jobs import AuditResult, AuditSettings, audit_result
+from mia_core.audit.provenance import book_digests, run_facts
 from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, snippet_heatmap
 from mia_core.csv_safe import to_csv_safe
 from mia_core.demo.ground_truth import adapter_training_plays, demo_book_truth
@@ -175,6 +176,7 @@ def results_ui(run_id: str, analysis: AuditSettings) -> None:
         st.dataframe(result.problems.map(lambda v: public_message(v) if isinstance(v, str) else v), hide_index=True,
                      key="audit_problems")
     lm = run_model(run["model"])
+    provenance_ui(result, lm)
     drill_down(result, run, lm)
     dataset_inference_ui(results_store(), run_id, run, lm)
     d1, d2, d3 = st.columns(3)
@@ -185,6 +187,22 @@ def results_ui(run_id: str, analysis: AuditSettings) -> None:
     d3.download_button("Snippets (CSV)", lambda: "".join(to_csv_safe(c[SNIPPET_CSV_COLUMNS], header=i == 0)
                                                          for i, c in enumerate(result.snippet_chunks())),
                        "snippets.csv", "text/csv", key="audit_dl_snippets")  # texts read on click only
+
+
+def provenance_ui(result: AuditResult, lm) -> None:
+    """Model, code, seeds, the command that repeats the run, and each book's SHA-256 as audited (read on request:
+    hashing reads every snippet's text)."""
+    with st.expander("Provenance: model, code, seeds, the command that repeats this run, each book's SHA-256"):
+        facts = run_facts(result, lm)
+        command = facts.pop("repeat with")
+        st.dataframe(pd.DataFrame({"": list(facts), "value": list(facts.values())}), hide_index=True,
+                     key="audit_provenance_facts")
+        st.code(command, language="bash", wrap_lines=True)
+        st.caption("With this run's job id the store refuses other texts, model or scoring settings: the command "
+                   "repeats this run or fails. Hashes: each book's snippets' texts, in order, each followed by a "
+                   "newline (UTF-8), the text the scores describe.")
+        if st.toggle("Compute each book's SHA-256 (reads every snippet's text)", key="audit_provenance_hashes"):
+            st.dataframe(book_digests(result), hide_index=True, key="audit_provenance_books")
 
 
 def book_summary(row: pd.Series, key: str) -> str:

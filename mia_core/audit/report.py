@@ -25,6 +25,7 @@ from .books import BOOK_COLUMNS, VERDICT_MEANING, VERDICT_SHORT, equal_rate_note
 from .calibration import BOOK_RATE_INTERVAL, PREVALENCE_INTERVAL, RATE_INTERVAL, weak_calibration_reason
 from .figures import VERDICT_COLOURS, books_figure, calibration_figure
 from .jobs import AuditResult, AuditSettings
+from .provenance import provenance_html
 
 #: Snippets shown per flagged book, highest score first.
 TOP_SNIPPETS = 3
@@ -83,6 +84,7 @@ def report_html(result: AuditResult, lm: LanguageModel | None = None) -> str:
             "snippet size": f"{settings.snippet_words} words (each truncated to the model's context)",
             "BOS policy": settings.bos, "threshold rule": _rule(settings), "intervals": f"{settings.ci:.0%}; {settings.n_boot} "
             f"draws of a new book's TPR/FPR and AUROC resamples, seed {settings.seed}", "backend": run["backend"]}),
+        provenance_html(result, lm),
         _calibration_section(result),
         _books_section(result),
         _snippets_section(result, flagged, lm),

@@ -206,6 +206,11 @@ def test_demo_run_shows_verdicts_first_coloured_by_verdict_and_the_ground_truth(
                   if json.loads(c.proto.spec)["layout"].get("xaxis", {}).get("tickformat") == "d")
     assert scores["layout"]["xaxis"]["dtick"] >= 1 and float(scores["layout"]["xaxis"]["dtick"]).is_integer()
 
+    assert any(c.value.startswith("mia audit-books --model") and f"--job-id {run_id}" in c.value for c in at.code)
+    at.toggle(key="audit_provenance_hashes").set_value(True).run()
+    hashes = table_with(at, "sha256")
+    assert len(hashes) == 12 and hashes["sha256"].str.fullmatch(r"[0-9a-f]{64}").all()  # 8 audited + 4 calibration
+
 
 def test_an_upload_gets_no_ground_truth_even_under_a_play_name(store_path, tiny_app, tiny_model_dir):
     plays = read_books("demo-books")[0]
