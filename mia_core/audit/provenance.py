@@ -88,4 +88,4 @@ def provenance_html(result: AuditResult, lm: LanguageModel | None = None) -> str
             "<p class='note'>SHA-256 of each book's snippets' texts, in order, each followed by a newline (UTF-8): the "
             "text the scores describe (with a snippet cap, less than the whole book). Run the command above with this "
             "run's job id and the store refuses other texts, model or scoring settings.</p>"
-            f"<table class='books'><tr>{head}</tr>{rows}</table>")
+            f"<table class='digests'><tr>{head}</tr>{rows}</table>")

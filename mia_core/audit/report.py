@@ -40,6 +40,7 @@ th{background:#f4f4f4} .meta td:first-child{font-weight:600} .warn{background:#f
 .note{color:#555;font-size:0.9em} details{margin:0.6em 0} summary{cursor:pointer;font-weight:600}
 table.books{width:100%;table-layout:fixed} table.books td,table.books th{overflow-wrap:anywhere;vertical-align:top}
 table.books td.verdict{font-weight:600;border-left:6px solid #888}
+table.digests{width:100%;table-layout:fixed;font-size:.85em} table.digests td{overflow-wrap:anywhere}
 """
 
 
@@ -87,9 +88,9 @@ def report_html(result: AuditResult, lm: LanguageModel | None = None) -> str:
         provenance_html(result, lm),
         _calibration_section(result),
         _books_section(result),
-        _snippets_section(result, flagged, lm),
+        _limits_section(result),  # what the evidence cannot show, before pages of snippet text
         _problems_section(result),
-        _limits_section(result),
+        _snippets_section(result, flagged, lm),
     ]
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>MIA Lens book audit "
             f"{_e(run['run_id'])}</title><style>{STYLE}</style><script type='text/javascript'>{get_plotlyjs()}</script>"
