@@ -74,9 +74,10 @@ st.markdown(
 st.subheader("Start here")
 st.caption("Each step opens its page with the demo chosen: the **demo-known** model was trained on a random half of "
            "the demo texts, so membership is known; the base **demo** model never saw either half.")
-for column, (user, steps) in zip(st.columns(len(PATHS)), PATHS.items()):
-    with column:
-        st.markdown(f"**{user}**")
+for user, steps in PATHS.items():  # one row per journey: a link's label is never cut (links do not wrap)
+    who, links = st.columns([1, 6], vertical_alignment="top")
+    who.markdown(f"**{user}**")
+    with links:
         for page, label, query in steps:
             st.page_link(page, label=label, query_params=query or None)
 st.subheader("Methods, by what they need")
