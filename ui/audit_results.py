@@ -14,6 +14,7 @@ from mia_core.audit.books import VERDICT_MEANING, VERDICT_SHORT, VERDICTS, equal
 from mia_core.audit.calibration import weak_calibration_reason
 from mia_core.audit.figures import books_figure, calibration_figure, snippet_scores_figure
 from mia_core.audit.jobs import AuditResult, AuditSettings, audit_result
+from mia_core.audit.plain_words import book_paragraph
 from mia_core.audit.provenance import book_digests, run_facts
 from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, snippet_heatmap
 from mia_core.csv_safe import to_csv_safe
@@ -221,6 +222,9 @@ def drill_down(result: AuditResult, run: dict, lm) -> None:
     keys = dict(zip(result.books["book"], verdict_keys(result.books, result.calibration)))
     book = st.selectbox("Look inside a book", list(keys), key="audit_book")
     st.caption(book_summary(result.books.set_index("book").loc[book], keys[book]))
+    row = next(result.books[result.books["book"] == book].itertuples())
+    st.markdown(md(book_paragraph(row, keys[book], result.calibration, snippet_words=result.settings.snippet_words,
+                                  method=mia_core.METHODS[run["method"]].label, model=run["model"])))
     st.plotly_chart(snippet_scores_figure(result.snippets[result.snippets["role"] == "audit"], book, result.calibration),
                     key="audit_book_scores")
     n_top = st.slider("Top snippets shown", 1, 10, 2, key="audit_top")

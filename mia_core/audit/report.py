@@ -25,6 +25,7 @@ from .books import BOOK_COLUMNS, VERDICT_MEANING, VERDICT_SHORT, equal_rate_note
 from .calibration import BOOK_RATE_INTERVAL, PREVALENCE_INTERVAL, RATE_INTERVAL, weak_calibration_reason
 from .figures import VERDICT_COLOURS, books_figure, calibration_figure
 from .jobs import AuditResult, AuditSettings
+from .plain_words import paragraphs_html
 from .provenance import provenance_html
 
 #: Snippets shown per flagged book, highest score first.
@@ -172,7 +173,8 @@ def _books_section(result: AuditResult) -> str:
             "p = one-sided Mann–Whitney U against the non-member calibration snippets; BH = Benjamini–Hochberg across the "
             f"books of this run.</p><p class='note'>Verdicts, at a threshold that flags {cal.fpr:.1%} of the calibration's "
             f"non-member snippets: {legend}.</p>" + notes
-            + _figure(books_figure(result.books, cal, keys), "books-chart") + _books_table(result.books, keys))
+            + _figure(books_figure(result.books, cal, keys), "books-chart") + _books_table(result.books, keys)
+            + paragraphs_html(result, keys))
 
 
 def _books_table(books: pd.DataFrame, keys: list[str]) -> str:
