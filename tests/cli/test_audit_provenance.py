@@ -7,7 +7,6 @@ import re
 import shlex
 
 import pandas as pd
-import pytest
 
 from mia_core.audit.jobs import audit_result
 from mia_core.audit.provenance import book_digests
@@ -15,17 +14,6 @@ from mia_core.runs.store import ResultsStore
 
 from tests.audit.test_jobs import write_library
 from tests.support.cli_runner import run_cli
-from tests.support.tiny import save_tiny_model
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("tiny-model"))
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
 
 
 def test_provenance_hashes_the_audited_text_and_its_command_repeats_only_this_run(tmp_path, model_dir):
