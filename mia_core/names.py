@@ -5,9 +5,11 @@ import difflib
 import re
 from typing import Iterable
 
-#: Characters that reorder or hide text where a name is shown (the bidi embeddings, overrides, isolates and marks:
-#: U+202A–U+202E, U+2066–U+2069, U+200E/U+200F, U+061C) and other controls (C0, DEL, C1).
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: Characters that reorder, hide or break text where it is shown, but tab and newline: C0 controls, DEL, C1
+#: controls, the line and paragraph separators, and the bidi marks, embeddings, overrides and isolates (U+061C,
+#: U+200E/U+200F, U+202A–U+202E, U+2066–U+2069). A regular-expression character class.
+HIDDEN_CHARS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_HIDDEN = re.compile(f"[\t\n{HIDDEN_CHARS}]")
 
 
 def unknown_name(kind: str, name: object, known: Iterable[str]) -> str:
@@ -26,6 +28,11 @@ def check_choice(kind: str, value: object, known: Iterable[str]) -> None:
 
 
 def shown_name(name: str) -> str:
-    """`name` with every bidi control and control character written as its escape (`\\u202e`): a book named
+    """`name` with every bidi control, control character and line break written as its escape (`\\u202e`): a book named
     `\\u202eevil.txt` would read backwards wherever it is shown or written (tables, reports, CSV cells, file names)."""
-    return _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), name)
+    return _HIDDEN.sub(escaped, name)
+
+
+def escaped(match: re.Match) -> str:
+    """`\\x1b`, `\\n`, `\\u202e`: a matched character as Python writes it in a string literal."""
+    return match.group().encode("unicode_escape").decode("ascii")

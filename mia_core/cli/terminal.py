@@ -13,26 +13,22 @@ import re
 
 import typer
 
-#: C0 controls but tab and newline, DEL, C1 controls, and the Unicode bidi embeddings, overrides and isolates
-#: (U+202A–U+202E, U+2066–U+2069) that make a terminal show text in another order than it is.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-#: The same, with tab, newline and the line and paragraph separators too: for a value that must stay on its line.
-_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+from ..names import HIDDEN_CHARS, escaped, shown_name
 
-
-def _escape(match: re.Match) -> str:
-    """`\\x1b`, `\\n`, `\\u202e`: the character as Python writes it in a string literal."""
-    return match.group().encode("unicode_escape").decode("ascii")
+#: What `shown` escapes: `names.HIDDEN_CHARS`, the controls and bidi characters that make a terminal show text in
+#: another order than it is, or obey it; tab and newline stay (our own messages' layout).
+_CONTROLS = re.compile(f"[{HIDDEN_CHARS}]")
 
 
 def shown(text: object) -> str:
     """`text` with every control character but tab and newline written as its escape."""
-    return _CONTROLS.sub(_escape, str(text))
+    return _CONTROLS.sub(escaped, str(text))
 
 
 def one_line(text: object) -> str:
-    """`text` with every control character, line breaks and tabs included, written as its escape."""
-    return _LINE_BREAKING.sub(_escape, str(text))
+    """`text` with every control character, line breaks and tabs included, written as its escape (`names.shown_name`,
+    as book names are stored)."""
+    return shown_name(str(text))
 
 
 def echo(message: object = "", err: bool = False) -> None:
