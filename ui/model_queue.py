@@ -8,10 +8,9 @@ then leaves. Tickets of owners that are gone leave at once (`drop`).
 """
 from __future__ import annotations
 
-import itertools
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 WAITING, RUNNING, DETACHED, DONE = "waiting", "running", "detached", "done"
@@ -31,10 +30,8 @@ class Ticket:
     owner: str
     what: str
     cost: int
-    number: int
     state: str = WAITING
     detached_at: float = 0.0
-    joined_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,6 @@ class ModelQueue:
             raise ValueError(f"slots must be at least 1 (got {slots})")
         self.slots, self.grace_s = slots, grace_s
         self._tickets: list[Ticket] = []  # in order of arrival; running ones stay where they were
-        self._numbers = itertools.count()
         self._changed = threading.Condition()
 
     def join(self, owner: str, what: str, cost: int = 0) -> Ticket:
@@ -63,7 +59,7 @@ class ModelQueue:
         with self._changed:
             self._expire()
             mine = next((t for t in self._tickets if t.owner == owner and t.state in (WAITING, DETACHED)), None)
-            ticket = Ticket(owner, what, cost, next(self._numbers))
+            ticket = Ticket(owner, what, cost)
             if mine is None:
                 self._tickets.append(ticket)
             else:

@@ -134,11 +134,11 @@ def _alive_and_prune(owner: str) -> bool:
     return session_alive(owner)
 
 
-def _wait_turn(ticket: Ticket, box=None) -> None:
-    """Wait for the ticket's turn, its place drawn in `box` (a new placeholder); a wait ends with a caption."""
+def _wait_turn(ticket: Ticket) -> None:
+    """Wait for the ticket's turn, its place drawn in a new placeholder; a wait ends with a caption."""
     if QUEUE.start(ticket):
         return
-    box = box or st.empty()
+    box = st.empty()
     began = time.monotonic()
     QUEUE.wait(ticket, alive=lambda: _alive_and_prune(ticket.owner),
                on_place=lambda place: box.info(waiting_line(place, ticket.cost), icon="⏳"), poll_s=POLL_S)
