@@ -219,19 +219,24 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
 
 def _score_claimed(store: ResultsStore, run_id: str, session: str, limit: int | None,
                    score: Callable[[list[str]], str]) -> str:
-    """Claim pending snippets (`limit` at a time; None: all) and score them until the run is scored; while another
-    live process holds the rest, wait for it (its claims lapse when it dies). A message if some failed on Ray."""
+    """Read the pending snippets, claim them `limit` at a time (None: all) and score what was claimed (storing a
+    batch releases its claims); again until the run is scored, waiting while another live process holds the
+    rest (its claims lapse when it dies). A message if some failed on Ray."""
     while True:
-        ids = store.claim_pending(run_id, session, limit)
-        if ids:
-            failed = score(ids)
+        pending = store.pending_ids(run_id)["snippet_id"].tolist()
+        if not pending:
+            return ""
+        step, claimed_any = limit or len(pending), False
+        for start in range(0, len(pending), step):
+            ids = store.claim_snippets(run_id, session, pending[start:start + step])
+            if not ids:
+                continue
+            claimed_any = True
+            failed = score(ids)  # storing the scores releases their claims (`ResultsStore.write_scores`)
             if failed:
                 return failed
-            continue
-        scored, planned = store.progress(run_id)
-        if scored >= planned:
-            return ""
-        time.sleep(CLAIM_POLL_S)
+        if not claimed_any:
+            time.sleep(CLAIM_POLL_S)
 
 
 def _score_on_ray(run: dict, model: ModelRef, batches: list[pd.Series], settings: AuditSettings, commit,

@@ -178,11 +178,15 @@ class ResultsStore:
 
     def claim_pending(self, run_id: str, session: str, limit: int | None) -> list[str]:
         """Claim up to `limit` (None: all) pending snippets no live process has claimed, for `session` (`claims`)."""
+        return self.claim_snippets(run_id, session, self.pending_ids(run_id)["snippet_id"].tolist(), limit)
+
+    def claim_snippets(self, run_id: str, session: str, ids: Sequence[str], limit: int | None = None) -> list[str]:
+        """Claim those of `ids` (at most `limit`) that have no score and no live claim, for `session` (`claims`)."""
         with self._connect() as con, transaction(con):
-            return claims.claim(con, run_id, session, limit)
+            return claims.claim(con, run_id, session, ids, limit)
 
     def release_claims(self, run_id: str, session: str) -> None:
-        """Drop `session`'s claims on the run."""
+        """Drop `session`'s claims on the run (what it did not score is pending for others again)."""
         with self._connect() as con:
             claims.release(con, run_id, session)
 
@@ -206,7 +210,8 @@ class ResultsStore:
     # scores -------------------------------------------------------------------------------------
     def write_scores(self, run_id: str, scores: pd.DataFrame, *, fingerprint: str, method: str, params: dict,
                      code_version: str, session: str) -> None:
-        """Commit finished scores (columns `SCORE_COLUMNS`) and the run's heartbeat; a stored score is never overwritten."""
+        """Commit finished scores (columns `SCORE_COLUMNS`) and the run's heartbeat, and release `session`'s claims on
+        those snippets (`claims`), in one transaction; a stored score is never overwritten."""
         frame = scores[SCORE_COLUMNS].copy()
         frame.insert(0, "run_id", run_id)
         stamp = now()
@@ -216,6 +221,7 @@ class ResultsStore:
         with self._connect() as con, transaction(con):
             _insert_missing(con, "scores", frame)
             con.execute("UPDATE runs SET heartbeat = ? WHERE run_id = ?", [stamp, run_id])
+            claims.release(con, run_id, session, frame["snippet_id"])
 
     def results(self, run_id: str, *, with_texts: bool = False) -> pd.DataFrame:
         """Every planned snippet's keys and score (NaN if not scored yet) and who scored it when, without its text.
