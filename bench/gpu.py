@@ -229,7 +229,7 @@ def bare_forward(lm: LanguageModel, batches) -> None:
 def throughput_case(lm: LanguageModel, texts: list[str], rates: dict, args) -> dict:
     """Arms (a)–(d) on one model and workload."""
     device = lm.device
-    budget = lm._auto_batch_tokens()
+    budget = lm.auto_batch_tokens()
     fed = [len(ids) + 1 for ids, _ in lm._encode_many(texts)]
     n_tokens = sum(fed)
     freq = mia_core.build_frequency_table(lm.tokenizer, texts, vocab_size=lm.vocab_width)
@@ -296,7 +296,7 @@ def part_throughput(args, device, rates, tmp: Path) -> dict:
         else:
             lm = random_llama(name, bench_tokenizer(args.smoke), device, torch.bfloat16, args.smoke, cache)
         log(f"\n{name}: {lm.dtype}, vocab {lm.vocab_width}, {matmul_params(lm) / 1e9:.3f} B matmul parameters, "
-            f"batch budget {lm._auto_batch_tokens()} tokens")
+            f"batch budget {lm.auto_batch_tokens()} tokens")
         for workload, texts in workloads.items():
             row = throughput_case(lm, texts, rates, args)
             results[f"{name}/{workload}"] = row

@@ -66,7 +66,7 @@ def timed_batch(*args, **kwargs):
         inside[0] += time.perf_counter() - start
 setattr(holder, name, timed_batch)
 freq = mia_core.build_frequency_table(lm.tokenizer, texts, vocab_size=lm.vocab_width)
-budget = lm._auto_batch_tokens()
+budget = lm.auto_batch_tokens()
 batches = G.bare_batches(lm, texts, budget)
 
 def arm_b():

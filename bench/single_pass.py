@@ -52,7 +52,7 @@ def main() -> None:
     texts = stdlib_prose(args.texts, args.tokens, lm.tokenizer)
     n_tokens = sum(len(lm.tokenizer(t)["input_ids"]) + 1 for t in texts)
     freq = mia_core.build_frequency_table(lm.tokenizer, texts, vocab_size=lm.vocab_width)
-    budget = lm._auto_batch_tokens() if lm.device.type == "cuda" else CPU_BATCH_TOKENS
+    budget = lm.auto_batch_tokens() if lm.device.type == "cuda" else CPU_BATCH_TOKENS
     print(f"model {lm.name} on {lm.device} ({lm.dtype}), {len(texts)} texts, {n_tokens} tokens, batch budget {budget}")
 
     bare_forward(lm, texts[:4], budget)  # warm-up

@@ -34,6 +34,8 @@ EXPORTS = {
     "score": "mia_core.scoring",
     "score_texts": "mia_core.scoring",
     "blind": "mia_core.blind",
+    "extraction": "mia_core.extract",
+    "ExtractionSettings": "mia_core.extract",
     "dataset_inference": "mia_core.dataset_inference",
     "datasets": "mia_core.inputs.datasets",
     "metrics": "mia_core.metrics",
@@ -46,7 +48,7 @@ COMPANIONS = {"mia_core.scoring": "mia_core.runs"}
 
 __all__ = [
     "FrequencyTable", "LanguageModel", "METHODS", "ModelLoadError", "ModelAccess", "Score", "StatsPolicy", "TokenStats",
-    "__version__", "blind", "build_frequency_table", "dataset_inference", "datasets", "get_method",
+    "ExtractionSettings", "__version__", "blind", "extraction", "build_frequency_table", "dataset_inference", "datasets", "get_method",
     "load_frequency_table", "load_model", "methods_allowed", "metrics", "reference", "runs", "score", "score_texts",
 ]
 

@@ -186,7 +186,7 @@ class LanguageModel:
         for i, text in enumerate(texts):
             if not missing[i]:
                 yield i, self._assemble(text, encodings[i], {}, flags[i], common)
-        budget = batch_tokens or self._auto_batch_tokens()
+        budget = batch_tokens or self.auto_batch_tokens()
         self.last_batch_tokens = budget
         for batch in iter_batches(self.model, segments, batch_tokens=budget, pad_id=self.pad_id, progress=progress,
                                   min_batch_tokens=self.max_length):
@@ -266,7 +266,7 @@ class LanguageModel:
             vocab_width=common.vocab_width,
         )
 
-    def _auto_batch_tokens(self) -> int:
+    def auto_batch_tokens(self) -> int:
         """Token budget per batch: fixed on CPU; on CUDA, sized from free memory (a heuristic)."""
         if self.device.type != "cuda":
             return CPU_BATCH_TOKENS

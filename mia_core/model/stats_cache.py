@@ -100,6 +100,17 @@ class StatsCache:
 
     def get(self, key: str, text: str) -> TokenStats | None:
         """The cached statistics, or None (a missing or unreadable entry is a miss); a hit marks the entry as used."""
+        found = self.get_arrays(key)
+        if found is None or not _token_stats_shaped(found[0]):
+            return None
+        try:
+            return stats_from_parts(text, *found)
+        except (KeyError, ValueError, TypeError, OverflowError):  # well-formed arrays, metadata of another shape: a miss
+            return None
+
+    def get_arrays(self, key: str) -> tuple[dict[str, np.ndarray], dict] | None:
+        """(arrays, metadata) of an entry, or None (missing or unreadable); a hit marks the entry as used. Other
+        passes' per-text results (extraction windows) are stored this way beside the statistics, under their own keys."""
         path = self._path(key)
         try:
             with open(path, "rb") as file:
@@ -110,30 +121,31 @@ class StatsCache:
         if found is None:
             return None
         try:
-            stats = stats_from_parts(text, *found)
-        except (KeyError, ValueError, TypeError, OverflowError):  # well-formed arrays, metadata of another shape: a miss
-            return None
-        try:
             os.utime(path)  # least recently used goes first
         except OSError:  # a read-only cache, or evicted meanwhile: still a hit
             pass
-        return stats
+        return found
 
     def put(self, key: str, stats: TokenStats) -> None:
         """Store statistics atomically (write to a temporary file, then rename), then keep the folder under the cap."""
+        arrays, meta = stats_parts(stats)
+        self.put_arrays(key, {name: arrays[name] for name in ARRAY_FIELDS}, meta)
+
+    def put_arrays(self, key: str, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        """Store named arrays (int64, float32 or float64) and JSON metadata atomically, within the cap (`put`)."""
         if self.max_bytes <= 0:
             return
         path = Path(self._path(key))
-        head, arrays = _encode(*stats_parts(stats))
-        written = len(head) + sum(a.nbytes for a in arrays)
+        head, blobs = _encode(arrays, meta)
+        written = len(head) + sum(a.nbytes for a in blobs)
         if written > self.max_bytes:  # it would only evict every entry, itself too (a long text's ~60 B per token)
             return
         tmp = path.with_name(f"{path.stem}.{uuid.uuid4().hex}.tmp")  # unique per writer (threads too)
         try:
-            _write(tmp, head, arrays)
+            _write(tmp, head, blobs)
         except FileNotFoundError:  # the folder of this key prefix does not exist yet
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write(tmp, head, arrays)
+            _write(tmp, head, blobs)
         try:
             tmp.replace(path)
         except FileNotFoundError:  # `clear` ran meanwhile: the entry is simply not cached
@@ -192,8 +204,8 @@ def _encode(arrays: dict[str, np.ndarray], meta: dict) -> tuple[bytes, list[np.n
     """One entry: its head (the magic, the header's length, the header: metadata, arrays' places), then the arrays
     to write after it as they are (a long text's arrays are not copied into one buffer first)."""
     places, blobs, offset = [], [], 0
-    for name in ARRAY_FIELDS:
-        array = np.ascontiguousarray(arrays[name])
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array)
         array = array.astype(array.dtype.newbyteorder("<"), copy=False)
         places.append([name, array.dtype.str, list(array.shape), offset, array.nbytes])
         blobs.append(array)
@@ -227,13 +239,15 @@ def _decode(data: bytes) -> tuple[dict[str, np.ndarray], dict] | None:
                     count * np.dtype(dtype).itemsize != nbytes:
                 return None
             arrays[name] = np.frombuffer(memory, dtype=dtype, count=count, offset=body + offset).reshape(shape)
-        if set(arrays) != set(ARRAY_FIELDS):
-            return None
-        n = arrays["token_ids"].shape[0] if arrays["token_ids"].ndim == 1 else -1
-        for name, array in arrays.items():
-            shape = (n, 2) if name == "offsets" else (n,)
-            if array.shape != shape or array.dtype.kind != ("f" if name in FLOAT_FIELDS else "i"):
-                return None
         return arrays, header["meta"]
     except (ValueError, KeyError, TypeError, OverflowError, RecursionError):  # truncated or altered: a miss
         return None
+
+
+def _token_stats_shaped(arrays: dict[str, np.ndarray]) -> bool:
+    """Whether an entry's arrays are a `TokenStats`'s: every field, one row per scored token, of the right kind."""
+    if set(arrays) != set(ARRAY_FIELDS) or arrays["token_ids"].ndim != 1:
+        return False
+    n = arrays["token_ids"].shape[0]
+    return all(array.shape == ((n, 2) if name == "offsets" else (n,))
+               and array.dtype.kind == ("f" if name in FLOAT_FIELDS else "i") for name, array in arrays.items())

@@ -56,9 +56,9 @@ def test_cuda_budget_counts_memory_the_allocator_holds_but_does_not_use(llama_lm
     monkeypatch.setattr(language_model.torch.cuda, "memory_reserved", lambda device=None: 2048 * mib)
     cfg = llama_lm.model.config
     per_token = 4 * (8 * cfg.hidden_size + 4 * cfg.intermediate_size)  # float32 model
-    assert llama_lm._auto_batch_tokens() == int(64 * mib * 0.5 // per_token)
+    assert llama_lm.auto_batch_tokens() == int(64 * mib * 0.5 // per_token)
     monkeypatch.setattr(language_model.torch.cuda, "memory_reserved", lambda device=None: 2176 * mib)  # 128 MiB cached
-    assert llama_lm._auto_batch_tokens() == int(192 * mib * 0.5 // per_token) < 1 << 17
+    assert llama_lm.auto_batch_tokens() == int(192 * mib * 0.5 // per_token) < 1 << 17
 
 
 def failing_above(monkeypatch, padded_tokens: int):
