@@ -36,6 +36,7 @@ MARKUP = '<img src=x onerror="alert(1)">'
 #: What a reader must see for each book's name (hand-written, not from the code under test).
 SHOWN = {BIDI: "\\u202eevil.exe", MARKUP: MARKUP, "Plainbook": "Plainbook"}
 A4 = (595.28, 841.89)  # points
+ARTIFACTS = Path(__file__).resolve().parents[2] / "tests" / "artifacts"
 
 
 def hand_scored_result(path: Path):
@@ -83,6 +84,10 @@ def test_pdf_report_opens_numbers_its_pages_and_states_each_verdict(tmp_path):
 
     images = subprocess.run(["pdfimages", "-list", str(paths["pdf"])], check=True, capture_output=True, text=True)
     assert images.stdout.splitlines()[2:] == []  # the figures are vector drawings, not bitmaps
+    ARTIFACTS.mkdir(exist_ok=True)  # pages as images, to look at as a reader would
+    for first in (1, 3):
+        subprocess.run(["pdftoppm", "-r", "60", "-png", "-singlefile", "-f", str(first), "-l", str(first),
+                        str(paths["pdf"]), str(ARTIFACTS / f"audit_report_pdf_p{first}")], check=True)
     printed = report.report_html(result, printed=True)
     svgs = re.findall(r"data:image/svg\+xml;base64,", printed)
     assert len(svgs) == 2 and "<script" not in printed  # both figures, drawn for paper
