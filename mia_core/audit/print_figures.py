@@ -64,7 +64,7 @@ def books_svg(books: pd.DataFrame, cal: Calibration, keys: Sequence[str]) -> str
                 parse_math=False)
     ax.axvline(cal.fpr, linestyle=":", color="gray")
     ax.text(cal.fpr, -0.9, f"calibration FPR {cal.fpr:.1%}", fontsize=7, color="gray", ha="left", parse_math=False)
-    ax.set_yticks(y, [_label(b) for b in rows["book"]], fontsize=7, parse_math=False)
+    ax.set_yticks(y, _labels(rows["book"]), fontsize=7, parse_math=False)
     ax.set(xlim=(0, 1.85), ylim=(len(rows) - 0.5, -1.3), xlabel="share of the book's snippets")  # room for the verdicts
     ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1.0], ["0%", "20%", "40%", "60%", "80%", "100%"])
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=7, frameon=False)  # above the bars
@@ -89,10 +89,12 @@ def svg_img(svg: str, alt: str) -> str:
     return f"<img class='figure' alt='{alt}' src='data:image/svg+xml;base64,{data}'>"
 
 
-def _label(book: str) -> str:
-    """A book name as an axis label: control and bidi characters shown as escapes, cut to LABEL_CHARS."""
-    name = shown_name(str(book))
-    return name if len(name) <= LABEL_CHARS else name[:LABEL_CHARS - 1] + "…"
+def _labels(books: pd.Series) -> list[str]:
+    """Book names as axis labels: control and bidi characters shown as escapes, cut to LABEL_CHARS (whole names
+    where cutting would make two books read alike, as `figures.axis_labels` does)."""
+    names = [shown_name(str(b)) for b in books]
+    cut = [n if len(n) <= LABEL_CHARS else n[:LABEL_CHARS - 1] + "…" for n in names]
+    return cut if len(set(cut)) == len(set(names)) else names
 
 
 def _svg(fig: Figure) -> str:

@@ -198,9 +198,9 @@ def _books_section(result: AuditResult, printed: bool) -> str:
 def _books_table(books: pd.DataFrame, keys: list[str]) -> str:
     """The per-book table, verdict first: intervals in their number's cell, long names wrapped, widths fixed."""
     head = ("<table class='books'><colgroup><col style='width:17%'><col style='width:21%'><col><col><col>"
-            "<col style='width:9%'><col style='width:8%'><col style='width:8%'></colgroup><tr><th>verdict</th><th>book</th>"
-            "<th>prevalence [interval]</th><th>rate [interval]</th><th>snippets (effective)</th><th>mean score</th>"
-            "<th>p</th><th>p (BH)</th></tr>")
+            "<col style='width:9%'><col style='width:8%'><col style='width:8%'></colgroup><thead><tr><th>verdict</th>"
+            "<th>book</th><th>prevalence [interval]</th><th>rate [interval]</th><th>snippets (effective)</th>"
+            "<th>mean score</th><th>p</th><th>p (BH)</th></tr></thead>")  # a thead: repeated on each printed page
     rows = []
     for row, key in zip(books.itertuples(), keys):
         cells = [f"<td class='verdict' style='border-left-color:{VERDICT_COLOURS[key]}'>{_e(VERDICT_SHORT[key])}</td>",
