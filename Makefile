@@ -7,7 +7,7 @@ PORT   ?= 8501
 # Loopback by default: to serve others, put the dashboard behind a reverse proxy with login (SECURITY.md)
 ADDRESS ?= 127.0.0.1
 
-.PHONY: setup run test bench browser clean
+.PHONY: setup run test bench browser pdf-deps clean
 
 setup: $(STAMP)
 
@@ -27,7 +27,12 @@ run: setup
 browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium missing: the browser test will be skipped"; }
 
-test: setup browser
+# Pango for WeasyPrint (the audit report's PDF), DejaVu fonts, poppler-utils' pdftotext/pdftoppm for the PDF's tests
+# (needs root; skipped with a message otherwise: the PDF tests then skip)
+pdf-deps:
+	@{ ldconfig -p | grep -q libpangoft2-1.0 && command -v pdftotext >/dev/null 2>&1 && [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; } || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core poppler-utils >/dev/null) || echo "pango, fonts or poppler-utils missing: the PDF report tests will be skipped"; }
+
+test: setup browser pdf-deps
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 bench: setup

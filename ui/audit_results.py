@@ -16,7 +16,8 @@ from mia_core.audit.figures import books_figure, calibration_figure, snippet_sco
 from mia_core.audit.jobs import AuditResult, AuditSettings, audit_result
 from mia_core.audit.plain_words import book_paragraph
 from mia_core.audit.provenance import book_digests, run_facts
-from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, snippet_heatmap
+from mia_core.audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
+from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, report_pdf, snippet_heatmap
 from mia_core.csv_safe import to_csv_safe
 from mia_core.demo.ground_truth import adapter_training_plays, demo_book_truth
 from ui.audit_progress import results_store
@@ -180,9 +181,14 @@ def results_ui(run_id: str, analysis: AuditSettings) -> None:
     provenance_ui(result, lm)
     drill_down(result, run, lm)
     dataset_inference_ui(results_store(), run_id, run, lm)
-    d1, d2, d3 = st.columns(3)
+    d1, dp, d2, d3 = st.columns(4)
     d1.download_button("Report (HTML)", lambda: report_html(result, lm), f"audit-{run_id}.html", "text/html",
                        key="audit_dl_html")  # built on click, not on every rerun
+    if PDF_UNAVAILABLE:
+        dp.caption(f"No PDF report here: {PDF_UNAVAILABLE}")
+    else:
+        dp.download_button("Report (PDF)", lambda: report_pdf(result, lm), f"audit-{run_id}.pdf", "application/pdf",
+                           key="audit_dl_pdf")  # A4, page numbers; rendered on click
     d2.download_button("Books (CSV)", to_csv_safe(result.books[BOOK_CSV_COLUMNS]), "books.csv", "text/csv",
                        key="audit_dl_books")
     d3.download_button("Snippets (CSV)", lambda: "".join(to_csv_safe(c[SNIPPET_CSV_COLUMNS], header=i == 0)

@@ -60,9 +60,10 @@ def _pct(value) -> str:
 
 
 def paragraphs_html(result: AuditResult, keys: list[str]) -> str:
-    """The report's books in plain words (`book_paragraph`), the first PARAGRAPHS of them, every name escaped."""
+    """The report's books in plain words (`book_paragraph`), the first PARAGRAPHS of them, each after its verdict in
+    full (the words and threshold FPR of books.csv), every name escaped."""
     method, model = get_method(result.settings.method).label, result.run["model"]
-    items = [f"<p><b>{html.escape(str(row.book))}</b> ({html.escape(VERDICT_SHORT[key])}). "
+    items = [f"<p><b>{html.escape(str(row.book))}</b>: {html.escape(str(row.verdict))}. "  # as books.csv has it
              + html.escape(book_paragraph(row, key, result.calibration, snippet_words=result.settings.snippet_words,
                                           method=method, model=model)) + "</p>"
              for row, key in list(zip(result.books.itertuples(), keys))[:PARAGRAPHS]]

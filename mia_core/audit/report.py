@@ -1,8 +1,9 @@
-"""Book-audit reports: a self-contained HTML file (plotly inlined, opens offline) and CSV tables.
+"""Book-audit reports: a self-contained HTML file (plotly inlined, opens offline), its print-ready PDF and CSV tables.
 
 The report says what was measured and what it can and cannot show: calibration quality, the per-book
 table with intervals, the top-scoring snippets of each flagged book as token heatmaps, the books
-that could not be audited, and the limits of the evidence. Every user string is HTML-escaped.
+that could not be audited, and the limits of the evidence. Every user string is HTML-escaped. The PDF is the same
+sections laid out for A4 (`pdf`), with the figures drawn as vector SVG (`print_figures`).
 """
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ from .books import BOOK_COLUMNS, VERDICT_MEANING, VERDICT_SHORT, equal_rate_note
 from .calibration import BOOK_RATE_INTERVAL, PREVALENCE_INTERVAL, RATE_INTERVAL, weak_calibration_reason
 from .figures import VERDICT_COLOURS, books_figure, calibration_figure
 from .jobs import AuditResult, AuditSettings
+from .pdf import PRINT_STYLE, html_to_pdf
 from .plain_words import paragraphs_html
+from .print_figures import books_chart_html, calibration_chart_html
 from .provenance import provenance_html
 
 #: Snippets shown per flagged book, highest score first.
@@ -71,14 +74,15 @@ def _write_csv_files(result: AuditResult, books_path: Path, snippets_path: Path)
             handle.write(",".join(SNIPPET_CSV_COLUMNS) + "\n")
 
 
-def report_html(result: AuditResult, lm: LanguageModel | None = None) -> str:
-    """The whole report as one HTML string; with `lm`, flagged snippets are drawn as token heatmaps."""
+def report_html(result: AuditResult, lm: LanguageModel | None = None, *, printed: bool = False) -> str:
+    """The whole report as one HTML string; with `lm`, flagged snippets are drawn as token heatmaps. `printed`: for
+    the PDF (figures as SVG images, no script, the print layout)."""
     run, settings = result.run, result.settings
     spec = get_method(settings.method)
     flagged = flagged_books(result)
     sections = [
         f"<h1>Book audit report</h1><p class='note'>Generated {_e(datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC'))} "
-        f"by MIA Lens {_e(run['code_version'])}. Run <code>{_e(run['run_id'])}</code>.</p>",
+        f"by MIA Lens {_e(run['code_version'])}. Run <code class='run-id'>{_e(run['run_id'])}</code>.</p>",
         _summary(result, flagged),
         "<h2>Run</h2>" + _meta_table({
             "model": run["model"], "model fingerprint": run["fingerprint"], "method": f"{spec.label} ({spec.name})",
@@ -87,30 +91,43 @@ def report_html(result: AuditResult, lm: LanguageModel | None = None) -> str:
             "BOS policy": settings.bos, "threshold rule": _rule(settings), "intervals": f"{settings.ci:.0%}; {settings.n_boot} "
             f"draws of a new book's TPR/FPR and AUROC resamples, seed {settings.seed}", "backend": run["backend"]}),
         provenance_html(result, lm),
-        _calibration_section(result),
-        _books_section(result),
+        _calibration_section(result, printed),
+        _books_section(result, printed),
         _limits_section(result),  # what the evidence cannot show, before pages of snippet text
         _problems_section(result),
         _snippets_section(result, flagged, lm),
     ]
-    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>MIA Lens book audit "
-            f"{_e(run['run_id'])}</title><style>{STYLE}</style><script type='text/javascript'>{get_plotlyjs()}</script>"
-            f"</head><body>{''.join(sections)}</body></html>")
+    head = f"<style>{STYLE}{PRINT_STYLE}</style>" if printed else (
+        f"<style>{STYLE}</style><script type='text/javascript'>{get_plotlyjs()}</script>")
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>MIA Lens book audit {_e(run['run_id'])}"
+            f"</title>{head}</head><body>{''.join(sections)}</body></html>")
 
 
-def write_report(result: AuditResult, output_dir: str | Path, lm: LanguageModel | None = None) -> dict[str, Path]:
-    """Write report.html, books.csv and snippets.csv into `output_dir`, all or none; returns their paths.
+def report_pdf(result: AuditResult, lm: LanguageModel | None = None) -> bytes:
+    """The report as a print-ready A4 PDF: the same sections and verdicts as `report_html`, page numbers in the footer."""
+    return html_to_pdf(report_html(result, lm, printed=True))
 
-    The report is rendered first, all three are written to temporary files, then renamed into place,
+
+def write_report(result: AuditResult, output_dir: str | Path, lm: LanguageModel | None = None, *,
+                 pdf: bool = False) -> dict[str, Path]:
+    """Write report.html, books.csv and snippets.csv (and with `pdf`, report.pdf) into `output_dir`, all or none;
+    returns their paths.
+
+    The reports are rendered first, all files are written to temporary files, then renamed into place,
     so a failure never leaves a mix of new and old files.
     """
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"report": out / "report.html", "books": out / "books.csv", "snippets": out / "snippets.csv"}
     page = report_html(result, lm)
-    with atomic_outputs(list(paths.values())) as (report_tmp, books_tmp, snippets_tmp):
+    printed = report_pdf(result, lm) if pdf else None
+    if printed is not None:
+        paths["pdf"] = out / "report.pdf"
+    with atomic_outputs(list(paths.values())) as (report_tmp, books_tmp, snippets_tmp, *pdf_tmp):
         report_tmp.write_text(page, encoding="utf-8")
         _write_csv_files(result, books_tmp, snippets_tmp)
+        for path in pdf_tmp:
+            path.write_bytes(printed)
     return paths
 
 
@@ -140,7 +157,7 @@ def _rule(settings) -> str:
     return "maximise snippet accuracy on the calibration books (Min-K% book study)"
 
 
-def _calibration_section(result: AuditResult) -> str:
+def _calibration_section(result: AuditResult, printed: bool) -> str:
     cal = result.calibration
     lo, hi = (f"{x:.1%}" for x in cal.tpr_ci)
     flo, fhi = (f"{x:.1%}" for x in cal.fpr_ci)
@@ -159,10 +176,10 @@ def _calibration_section(result: AuditResult) -> str:
     return (f"<h2>Calibration</h2><p class='note'>{cal.ci:.0%} intervals. TPR and FPR: {_e(RATE_INTERVAL)} (a book's "
             "snippets are not independent; with no hit, or only hits, the scores' correlation is used, an upper bound). "
             "AUROC: percentile interval from resampling whole calibration books.</p>" + table
-            + _figure(calibration_figure(cal), "calibration-roc"))
+            + (calibration_chart_html(cal) if printed else _figure(calibration_figure(cal), "calibration-roc")))
 
 
-def _books_section(result: AuditResult) -> str:
+def _books_section(result: AuditResult, printed: bool) -> str:
     cal = result.calibration
     keys = verdict_keys(result.books, cal)
     legend = "; ".join(f"<b>{_e(VERDICT_SHORT[k])}</b>: {_e(VERDICT_MEANING[k])}" for k in dict.fromkeys(keys))
@@ -173,16 +190,17 @@ def _books_section(result: AuditResult) -> str:
             "p = one-sided Mann–Whitney U against the non-member calibration snippets; BH = Benjamini–Hochberg across the "
             f"books of this run.</p><p class='note'>Verdicts, at a threshold that flags {cal.fpr:.1%} of the calibration's "
             f"non-member snippets: {legend}.</p>" + notes
-            + _figure(books_figure(result.books, cal, keys), "books-chart") + _books_table(result.books, keys)
+            + (books_chart_html(result.books, cal, keys) if printed else
+               _figure(books_figure(result.books, cal, keys), "books-chart")) + _books_table(result.books, keys)
             + paragraphs_html(result, keys))
 
 
 def _books_table(books: pd.DataFrame, keys: list[str]) -> str:
     """The per-book table, verdict first: intervals in their number's cell, long names wrapped, widths fixed."""
     head = ("<table class='books'><colgroup><col style='width:17%'><col style='width:21%'><col><col><col>"
-            "<col style='width:9%'><col style='width:8%'><col style='width:8%'></colgroup><tr><th>verdict</th><th>book</th>"
-            "<th>prevalence [interval]</th><th>rate [interval]</th><th>snippets (effective)</th><th>mean score</th>"
-            "<th>p</th><th>p (BH)</th></tr>")
+            "<col style='width:9%'><col style='width:8%'><col style='width:8%'></colgroup><thead><tr><th>verdict</th>"
+            "<th>book</th><th>prevalence [interval]</th><th>rate [interval]</th><th>snippets (effective)</th>"
+            "<th>mean score</th><th>p</th><th>p (BH)</th></tr></thead>")  # a thead: repeated on each printed page
     rows = []
     for row, key in zip(books.itertuples(), keys):
         cells = [f"<td class='verdict' style='border-left-color:{VERDICT_COLOURS[key]}'>{_e(VERDICT_SHORT[key])}</td>",

@@ -8,6 +8,7 @@ import typer
 
 from ..audit.calibration import RULES
 from ..audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
+from ..audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
 from ..audit.report import write_report
 from ..audit.sources import read_audit_inputs
 from ..limits import is_run_id
@@ -36,6 +37,8 @@ def audit_books_cmd(
     books: str = typer.Option(..., "--books", help="books to audit: .txt/.md/.pdf/.epub, a folder or zip of them, a table "
                               "with book and text columns, or demo-books (its held-out audit plays)"),
     output_dir: Path = typer.Option(..., "--output-dir", help="where report.html, books.csv and snippets.csv go"),
+    pdf: bool = typer.Option(False, "--pdf", help="also write report.pdf: the report on A4 pages, page numbers in the "
+                             "footer, figures as vector graphics (rendered with WeasyPrint; needs the Pango library)"),
     method: str = typer.Option("min_k_pp", "--method", help="membership method (see: mia methods)"),
     k: float = KOpt,
     param: Optional[List[str]] = ParamOpt,
@@ -71,6 +74,8 @@ def audit_books_cmd(
         fail(f"--target-fpr must be between 0 and 1 (got {target_fpr})")
     if snippet_words < 1 or batch_snippets < 1 or (max_snippets_per_book is not None and max_snippets_per_book < 1):
         fail("--snippet-words, --batch-snippets and --max-snippets-per-book must be at least 1")
+    if pdf and PDF_UNAVAILABLE:  # said before any scoring, not after an hour of it
+        fail(f"--pdf: {PDF_UNAVAILABLE}")
     params = {"k": k} if "k" in spec.param_names else {}
     params.update(parse_params(param, [method]))
     spec.make_params(**params)  # rejects bad values early
@@ -99,7 +104,7 @@ def audit_books_cmd(
     except WorkerError as err:
         fail(f"job {run_id}: {err}")
     result = audit_result(results, run_id, settings)
-    paths = write_report(result, output_dir, lm)
+    paths = write_report(result, output_dir, lm, pdf=pdf)
     cal = result.calibration
     echo(f"calibration: AUROC {cal.auroc:.3f} [{cal.auroc_ci[0]:.3f}, {cal.auroc_ci[1]:.3f}], threshold "
                f"{cal.threshold:.4g}, TPR {cal.tpr:.1%}, FPR {cal.fpr:.1%}")

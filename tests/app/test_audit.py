@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import io
 import json
 import time
 from pathlib import Path
@@ -11,11 +12,14 @@ import duckdb
 import numpy as np
 import pytest
 from markdown_it import MarkdownIt
+from pypdf import PdfReader
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 from mia_core import datasets
 from mia_core.audit.books import VERDICT_SHORT, VERDICTS
 from mia_core.audit.jobs import AuditSettings, plan_audit
+from mia_core.audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
 from mia_core.audit.sources import Book, read_books, read_calibration
 from mia_core.model.options import ModelRef
 from mia_core.palette import LABEL_COLOURS, MEMBER, NEUTRAL, NONMEMBER
@@ -25,6 +29,8 @@ from tests.support.app import APP
 from ui.audit_results import md
 
 pytestmark = pytest.mark.integration  # the page loads the cached demo model
+#: Report (HTML), Report (PDF) where Pango is installed, books.csv, snippets.csv.
+DOWNLOADS = 3 if PDF_UNAVAILABLE else 4
 
 
 @pytest.fixture
@@ -79,7 +85,7 @@ def test_audit_runs_in_the_background_and_a_new_session_reattaches(store_path):
     assert prevalence[1] > prevalence[0]  # demo-known was trained on the member plays
     assert len(at.get("plotly_chart")) >= 3  # calibration ROC, books, snippet scores of one book
     assert any('class="mia-heatmap"' in h.proto.body for h in at.get("html"))
-    assert len(at.get("download_button")) == 3
+    assert len(at.get("download_button")) == DOWNLOADS
 
     fresh = audit_page()  # another session: nothing in its state, the run is found in the shared store
     assert run_id in table_with(fresh, "run_id")["run_id"].tolist()
@@ -115,7 +121,7 @@ def test_a_run_whose_method_has_no_token_view_shows_its_snippets_as_text(store_p
     assert not at.exception, at.exception
     assert any("no per-token view" in c.value for c in at.caption)
     assert not any('class="mia-heatmap"' in h.proto.body for h in at.get("html"))
-    assert len(at.get("download_button")) == 3
+    assert len(at.get("download_button")) == DOWNLOADS
 
 
 #: The colour each verdict's bars must have (palette.py: red member-like, blue non-member-like, grey undecided).
@@ -144,6 +150,29 @@ def open_run(tiny_app, run_id: str) -> AppTest:
     at.run()
     assert not at.exception, at.exception
     return at
+
+
+@pytest.mark.skipif(bool(PDF_UNAVAILABLE), reason="needs Pango (make pdf-deps)")
+def test_the_report_downloads_as_html_and_as_a_pdf(store_path, tiny_app, tiny_model_dir, monkeypatch):
+    deferred = {}  # file name → (the callable a click runs, its MIME type)
+    original = MediaFileManager.add_deferred
+
+    def keep(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
+        deferred[file_name] = (data_callable, mimetype)
+        return original(self, data_callable, mimetype, coordinates, file_name, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", keep)
+    manifest = datasets.load("demo-books").set_index("id")["label"]
+    run_id = hand_scored_run(store_path, str(tiny_model_dir), read_books("demo-books")[0], manifest.to_dict())
+    at = open_run(tiny_app, run_id)
+    assert [b.proto.label for b in at.get("download_button")][:2] == ["Report (HTML)", "Report (PDF)"]
+    make_pdf, mimetype = deferred[f"audit-{run_id}.pdf"]  # named like the HTML one, rendered on click only
+    assert mimetype == "application/pdf" and f"audit-{run_id}.html" in deferred
+    data = make_pdf()
+    assert data.startswith(b"%PDF-")
+    pages = PdfReader(io.BytesIO(data)).pages
+    text = " ".join(" ".join(page.extract_text() for page in pages).split())
+    assert f"page {len(pages)} of {len(pages)}" in text and "consistent with training" in text
 
 
 def books_chart(at: AppTest) -> dict:
