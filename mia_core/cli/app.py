@@ -21,6 +21,8 @@ COMMANDS = {
                          "a member)."),
     "eval": LazyCommand("mia_core.cli.score", "Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and "
                         "the blind baseline."),
+    "extract": LazyCommand("mia_core.cli.extract", "Extraction probability per window ((n,p)-discoverable): can the "
+                           "model reproduce each passage verbatim from the text before it?"),
     "heatmap": LazyCommand("mia_core.cli.heatmap", "Per-token heatmaps of one text as a standalone HTML page (as "
                            "Explore's download)."),
     "dataset-inference": LazyCommand("mia_core.cli.dataset_inference", "Dataset inference (Maini et al. 2024): many "

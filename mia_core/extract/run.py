@@ -13,7 +13,7 @@ from ..model.encoding import encode_texts
 from ..model.language_model import LanguageModel
 from .forward import window_log10_pz
 from .result import SPAN_COLUMNS, ExtractionResult, window_table
-from .settings import ExtractionSettings
+from .settings import MAX_WINDOWS, ExtractionSettings
 from .windows import layout_encoded
 
 #: Bumped when what a cached entry means changes (older entries are then misses).
@@ -48,6 +48,9 @@ def extract_texts(lm: LanguageModel, texts: Sequence[str], settings: ExtractionS
         return out  # type: ignore[return-value]
     layouts = [layout_encoded(lm, e, settings) for e in encode_texts(lm.tokenizer, [texts[i] for i in todo], arrays=True)]
     counts = [len(layout.starts) for layout in layouts]
+    if sum(counts) > MAX_WINDOWS:
+        raise ValueError(f"{sum(counts):,} windows to test, more than {MAX_WINDOWS:,} at once: raise the stride "
+                         f"(now {settings.stride} tokens) or pass fewer texts at a time")
     fed = np.concatenate([layout.fed(np.arange(c)) for layout, c in zip(layouts, counts)])
     log10_pz, greedy = window_log10_pz(lm.model, fed, settings, layouts[0].n_lead,
                                        batch_tokens=batch_tokens or lm.auto_batch_tokens(), progress=progress)

@@ -14,6 +14,9 @@ from ..names import check_choice
 
 #: Tokens per prefix and suffix, and the largest stride, a user may ask for (a window is fed whole to the model).
 MAX_WINDOW_TOKENS = 4096
+#: Windows one call computes at most: their fed ids are held at once (8·(P+S+1) bytes each, twice while duplicates are
+#: found: 0.8 GB at the defaults), so a longer input is refused with what to change.
+MAX_WINDOWS = 500_000
 #: The largest top-k (the full vocabulary of today's models is below it; a larger k is plain temperature sampling).
 MAX_TOP_K = 1 << 20
 

@@ -212,3 +212,10 @@ def test_order_and_batching_do_not_change_results(memorised):
 def test_settings_are_validated(bad, message):
     with pytest.raises(ValueError, match=message):
         ExtractionSettings(**bad)
+
+
+def test_too_many_windows_are_refused_before_the_model_runs(memorised, monkeypatch):
+    monkeypatch.setattr("mia_core.extract.run.MAX_WINDOWS", 10)
+    with pytest.raises(ValueError, match=r"more than 10 at once: raise the stride \(now 3 tokens\)"):
+        extract_texts(memorised, [" ".join(UNSEEN)], ExtractionSettings(**SMALL),
+                      progress=lambda d, t: pytest.fail("ran"), cache=False)

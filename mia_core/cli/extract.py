@@ -1,0 +1,82 @@
+"""`mia extract`: (n,p)-discoverable extraction of texts — one row per window, and a summary per text."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+import typer
+
+from ..csv_safe import to_csv_safe
+from ..extract import ExtractionSettings, extract_texts
+from ..extract.result import WINDOW_COLUMNS
+from ..inputs import datasets
+from ..inputs.tables import read_texts
+from ..model.options import ModelOptions
+from .app import fail
+from .groups import load, option_groups
+from .options import BosOpt, ModelOpt, TextColumnOpt, is_named_set, writable
+from .progress import progress_bar
+from .terminal import echo
+
+commands = typer.Typer()
+
+
+@commands.command("extract")
+@option_groups
+def extract(
+    model: str = ModelOpt,
+    input: Path = typer.Option(..., "--input", help=".txt/.md/.pdf/.epub (one document = one text, e.g. a book), a "
+                               "folder of them, .csv/.tsv/.jsonl/.json, or a built-in set (see: mia datasets)"),
+    output: Path = typer.Option(..., "--output", help="CSV, one row per window of every text"),
+    summary: Optional[Path] = typer.Option(None, "--summary", help="CSV, one row per text: windows, the share at each "
+                                           "p_z threshold, greedy share, extractable passages"),
+    prefix: int = typer.Option(50, "--prefix", help="tokens the model is given (the paper: 50)"),
+    suffix: int = typer.Option(50, "--suffix", help="tokens it must reproduce (the paper: 50)"),
+    stride: int = typer.Option(10, "--stride", help="tokens between window starts: the model reads each text token "
+                               "(prefix+suffix)/stride times"),
+    top_k: int = typer.Option(40, "--top-k", help="top-k sampling's k (the paper: 40); greedy is reported too"),
+    temperature: float = typer.Option(1.0, "--temperature", help="sampling temperature (the paper: 1)"),
+    text_column: str = TextColumnOpt,
+    bos: str = BosOpt,
+    options: ModelOptions = ModelOptions(),
+) -> None:
+    """Extraction probability of every window: can the model reproduce the suffix verbatim from its prefix?"""
+    try:
+        settings = ExtractionSettings(prefix, suffix, stride, top_k, temperature, bos)
+    except ValueError as err:
+        fail(str(err))
+    data = datasets.load(str(input)) if is_named_set(input) else read_texts(input, text_column=text_column)
+    writable(output)
+    if summary is not None:
+        writable(summary)
+    lm = load(model, options)
+    results = extract_texts(lm, data["text"].tolist(), settings, progress=progress_bar("extraction (distinct windows)", "windows"))
+    ids = data["id"].astype(str).tolist()
+    tables = [r.windows.assign(id=i) for i, r in zip(ids, results)]
+    windows = pd.concat(tables, ignore_index=True)[["id", *WINDOW_COLUMNS]] if tables else pd.DataFrame()
+    to_csv_safe(windows, output)
+    rows = [{"id": i, **r.summary(), **_longest(r)} for i, r in zip(ids, results)]
+    if summary is not None:
+        to_csv_safe(pd.DataFrame(rows), summary)
+    for row in rows:
+        echo(_line(row, settings))
+    echo(f"wrote {len(windows):,} windows to {output}" + (f" and a summary per text to {summary}" if summary else ""))
+
+
+def _longest(result) -> dict:
+    """The longest passage extractable with p_z ≥ 0.5: its characters, lowest p_z, and its text."""
+    found = result.longest_passage()
+    if found is None:
+        return {"longest_passage_chars": 0, "longest_passage_min_log10_pz": float("nan"), "longest_passage": ""}
+    return {"longest_passage_chars": found.chars, "longest_passage_min_log10_pz": found.min_log10_pz,
+            "longest_passage": result.text[found.start : found.end]}
+
+
+def _line(row: dict, settings: ExtractionSettings) -> str:
+    """One text's summary as a sentence: a fact about the model, not a statistical inference."""
+    if not row["windows"]:
+        return f"{row['id']}: shorter than one window ({settings.window} tokens); nothing tested"
+    return (f"{row['id']}: {row['windows']:,} windows; p_z ≥ 0.5 in {row['share_pz_ge_0.5']:.1%}, ≥ 0.01 in "
+            f"{row['share_pz_ge_0.01']:.1%}, greedy in {row['share_greedy']:.1%}; {row['passages']} extractable "
+            f"passage(s), {row['passage_chars']:,} characters")
