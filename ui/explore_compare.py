@@ -67,14 +67,13 @@ def shown_page(page: tuple[int, int], n_scored: int) -> tuple[int, int]:
     return page if page[1] <= n_scored else heatmap_pages(n_scored)[0]
 
 
-def draw_column(which: str, title: str, scored: Scored, stats, methods: list[str], values: dict, scale_how: str,
-                reference_tokens, page: tuple[int, int]) -> None:
+def draw_column(which: str, title: str, scored: Scored, stats, decode, methods: list[str], values: dict,
+                scale_how: str, reference_tokens, page: tuple[int, int]) -> None:
     """One model's column: its title and stamp, then each method's score (labelled with the model) and heatmap."""
     stamp = stamp_for(scored.spec, scored.fingerprint, scored.text, scored.bos, **flat({m: values[m] for m in methods}))
     with st.container(border=True, key=f"explore_compare_{which}"):
         st.markdown(f"#### {title}")
         st.caption(stamp_line(stamp, stats.n_scored))
-        decode = cached_model(scored.spec).tokenizer.decode
         for method in methods:
             label = f"{mia_core.METHODS[method].label} · {plain(scored.spec)}"
             try:
@@ -96,16 +95,22 @@ def draw_comparison(current: Scored, stats, methods: list[str], values: dict, sc
     if previous is None or not methods or previous.text != current.text or previous.bos != current.bos:
         return
     st.subheader("Side by side: the previous model and this one")
-    with st.spinner(f"Statistics of the text under {previous.spec} …"):
-        before = queued(lambda: cached_stats(previous.spec, (previous.text,), previous.bos)[0], "Scoring a text",
-                        count_tokens(previous.spec, (previous.text,), previous.bos))
+    try:
+        with st.spinner(f"Statistics of the text under {plain(previous.spec)} …"):
+            before = queued(lambda: cached_stats(previous.spec, (previous.text,), previous.bos)[0], "Scoring a text",
+                            count_tokens(previous.spec, (previous.text,), previous.bos))
+            decode_before = cached_model(previous.spec).tokenizer.decode
+    except mia_core.ModelLoadError as err:  # e.g. a local folder removed since: nothing to compare with any more
+        st.session_state.pop(PREVIOUS, None)
+        st.warning(f"The previous model {plain(previous.spec)} no longer loads, so it is not compared: {plain(str(err))}")
+        return
     left, right = st.columns(2)
     with left:
-        draw_column("previous", f"Previous model: {plain(previous.spec)}", previous, before, methods, values,
-                    scale_how, reference_tokens, page)
+        draw_column("previous", f"Previous model: {plain(previous.spec)}", previous, before, decode_before, methods,
+                    values, scale_how, reference_tokens, page)
     with right:
-        draw_column("current", f"This model: {plain(current.spec)}", current, stats, methods, values, scale_how,
-                    reference_tokens, page)
+        draw_column("current", f"This model: {plain(current.spec)}", current, stats,
+                    cached_model(current.spec).tokenizer.decode, methods, values, scale_how, reference_tokens, page)
     if st.button("Clear the comparison", key="explore_compare_clear",
                  help="Forget the previous model's result; scoring a different text forgets it too."):
         st.session_state.pop(PREVIOUS, None)

@@ -4,13 +4,16 @@ another text drops the comparison, and so does the clear button."""
 from __future__ import annotations
 
 import hashlib
+import shutil
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from mia_core import METHODS, load_model, score
 from ui.explore_compare import PREVIOUS, Scored, next_previous
+from ui.models import cached_model, cached_stats
 from ui.reference_view import plain
+from ui.work_estimate import count_tokens
 
 pytestmark = pytest.mark.integration  # the app loads models
 
@@ -74,3 +77,25 @@ def test_explore_shows_the_previous_model_beside_the_new_one_for_the_same_text(t
     press_score(at)
     assert not compared_metrics(at) and PREVIOUS not in at.session_state  # a different text drops the comparison
     assert {m.label for m in at.metric} == {METHODS[m].label for m in methods}
+
+
+def test_explore_drops_the_comparison_when_the_previous_model_no_longer_loads(tiny_app, tiny_model_dir,
+                                                                              second_model_dir, tmp_path):
+    gone = tmp_path / "gone-model"
+    shutil.copytree(tiny_model_dir, gone)
+    at = tiny_app("app_pages/explore.py")
+    at.text_input(key="model_other").input(str(gone)).run()
+    at.text_area(key="explore_text").input(TEXT).run()
+    press_score(at)
+    at.text_input(key="model_other").input(str(second_model_dir)).run()
+    press_score(at)
+    assert len(compared_metrics(at)) == 4
+    shutil.rmtree(gone)
+    cached_model.clear()  # as if the server had let the model go: the folder is read again, and is gone
+    cached_stats.clear()
+    count_tokens.clear()
+    at.slider(key="explore_k").set_value(0.5).run()
+    assert not at.exception, at.exception
+    assert "no longer loads, so it is not compared" in " ".join(w.value for w in at.warning)
+    assert not compared_metrics(at) and PREVIOUS not in at.session_state
+    assert {m.label for m in at.metric} == {METHODS["min_k_pp"].label, METHODS["min_k"].label}  # this model's stay
