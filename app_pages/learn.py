@@ -27,9 +27,9 @@ order = teaching_order()
 toys = toy_methods()
 st.caption("Every registered method, in the order they are best learnt: "
            + " → ".join(f"{n + 1}. {stage}" for n, stage in enumerate(LESSON_STAGES.values()))
-           + f". Scores are oriented higher = more member-like. The {len(toys)} token-level methods that need nothing "
-             "but the token statistics have a live toy: edit its made-up tokens and the method's own code rescores "
-             "them.")
+           + f". Scores are oriented higher = more member-like. The {len(toys)} token-level methods that a table of "
+             "numbers can run (token statistics, and corpus counts where a method needs frequencies) have a live toy: "
+             "edit its made-up tokens and the method's own code rescores them.")
 for n, name in enumerate(order):
     spec = METHODS[name]
     with st.expander(f"{n + 1}. {spec.label}  ·  `{name}`", expanded=n < OPEN_FIRST):

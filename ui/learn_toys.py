@@ -1,10 +1,11 @@
 """Learn's live toys: made-up token statistics a learner edits, scored by the method's own registered code.
 
-Every token-level method that needs nothing but the statistics gets one (`toy_methods`, read from the registry): an
-editable table of eight tokens (log p, entropy, top-1 log p, σ), the method's score with its defaults, and which
-tokens entered it. The "is the true token a mode?" toy shows Min-K% and Min-K%++ on one made-up next-token
-distribution, both through `mia_core.score`. Methods that run the model again or need helper texts have no toy: their
-token scores come from passes a table cannot stand in for.
+Every token-level method that needs nothing but the statistics, or besides them only a corpus frequency table, gets
+one (`toy_methods`, read from the registry): an editable table of eight tokens (log p, entropy, top-1 log p, σ, and a
+made-up corpus count where the method needs frequencies), the method's score with its defaults, and which tokens
+entered it. The "is the true token a mode?" toy shows Min-K% and Min-K%++ on one made-up next-token distribution, both
+through `mia_core.score`. Methods that run the model again or need helper texts have no toy: their token scores come
+from passes a table cannot stand in for.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from mia_core import METHODS, TokenStats, score
+from mia_core import METHODS, FrequencyTable, TokenStats, score
 from mia_core.api import methods_for, teaching_order
 from mia_core.palette import MEMBER, NEUTRAL
 
@@ -25,15 +26,34 @@ TOY = pd.DataFrame({"token": ["The", " castle", " was", " built", " in", " 1287"
                     "entropy (nats)": [3.1, 4.0, 0.6, 1.4, 0.5, 1.2, 0.8, 3.5],
                     "top-1 log p": [-1.0, -1.9, -0.4, -0.6, -0.3, -0.9, -0.5, -1.5],
                     "σ": [1.6, 2.0, 0.8, 1.1, 0.7, 1.9, 0.9, 1.8]})
+#: Made-up counts of the eight tokens in a reference corpus (each token its own id), for methods that need `freq`.
+CORPUS_COUNTS = pd.DataFrame({"corpus count": [50_000, 200, 40_000, 800, 60_000, 5, 30_000, 50]})
+#: Needs a toy can meet besides the statistics, with the columns it adds for them.
+TOY_NEEDS = {"stats": None, "freq": CORPUS_COUNTS}
 #: The mode toy's made-up next-token distribution (renormalised after edits).
 DISTRIBUTION = pd.DataFrame({"token": ["the", "a", "his", "her", "this", "that", "my", "our", "one", "its"],
                              "probability": [0.2, 0.2, 0.15, 0.1, 0.1, 0.08, 0.07, 0.05, 0.03, 0.02]})
 
 
 def toy_methods() -> list[str]:
-    """Token-level methods that need only the statistics, in teaching order: the ones a table of numbers can run."""
-    runnable = set(methods_for(("stats",), token_level=True))
+    """Token-level methods whose needs a table of numbers meets (`TOY_NEEDS`), in teaching order."""
+    runnable = set(methods_for(tuple(TOY_NEEDS), token_level=True))
     return [name for name in teaching_order() if name in runnable]
+
+
+def toy_table(method: str) -> pd.DataFrame:
+    """The toy's starting rows for a method: the token statistics, and a column for each further need it has."""
+    extra = [TOY_NEEDS[need] for need in METHODS[method].needs if TOY_NEEDS.get(need) is not None]
+    return pd.concat([TOY, *extra], axis=1)
+
+
+def toy_inputs(method: str, table: pd.DataFrame) -> dict:
+    """What the method needs besides the statistics, from the edited rows: a frequency table of the corpus counts
+    (token i has id i; counts rounded to whole numbers ≥ 0)."""
+    if "freq" not in METHODS[method].needs:
+        return {}
+    counts = np.clip(np.round(table["corpus count"].to_numpy(dtype=float)), 0, None).astype(np.int64)
+    return {"freq": FrequencyTable(counts, "toy", "the toy's made-up corpus counts", 1)}
 
 
 def toy_stats(table: pd.DataFrame) -> TokenStats:
@@ -57,9 +77,10 @@ def draw_toy(method: str) -> None:
     st.markdown(f"**Try it:** edit the made-up tokens; {spec.label} scores them with its own code and its defaults"
                 + (f" ({', '.join(f'{i.name} = {i.default}' for i in spec.param_infos)})" if spec.param_infos else "")
                 + ".")
-    table = st.data_editor(TOY, num_rows="fixed", key=f"learn_toy_{method}", hide_index=True).fillna(TOY)
+    start = toy_table(method)
+    table = st.data_editor(start, num_rows="fixed", key=f"learn_toy_{method}", hide_index=True).fillna(start)
     try:
-        result = score(method, toy_stats(table))
+        result = score(method, toy_stats(table), **toy_inputs(method, table))
     except ValueError as err:  # e.g. Tag&Tab with every word edited away
         st.error(f"{spec.label}: {err}")
         return

@@ -1,5 +1,6 @@
 """Headless Chromium: Learn lists the methods in teaching order with their papers and failure notes, and a toy
-rescores when a token's log p is edited; we keep tests/artifacts/learn_page.png (and learn_toy.png, learn_order.png).
+rescores when a token's log p is edited; we keep tests/artifacts/learn_page.png (and learn_toy.png, learn_order.png,
+learn_dc_pdd.png).
 The server fixture is test_browser.py's."""
 from __future__ import annotations
 
@@ -60,5 +61,12 @@ def test_learn_page_in_chromium(server):  # noqa: F811 (the fixture)
         page.mouse.move(5, 5)
         page.wait_for_timeout(800)
         page.screenshot(path=str(ARTIFACTS / "learn_order.png"))
+        dc_pdd = f"{order.index('dc_pdd') + 1}. {METHODS['dc_pdd'].label}"
+        page.locator('[data-testid="stExpander"] summary').filter(has_text=dc_pdd).first.click()  # its toy needs counts
+        result = page.get_by_text(f"{METHODS['dc_pdd'].label} on the toy", exact=True)
+        result.wait_for(timeout=60_000)
+        result.evaluate("e => e.scrollIntoView({block: 'center'})")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ARTIFACTS / "learn_dc_pdd.png"))
         browser.close()
     assert (ARTIFACTS / "learn_page.png").stat().st_size > 10_000

@@ -13,7 +13,7 @@ import pytest
 from mia_core import METHODS, score
 from mia_core.api import methods_for
 from tests.support.app import app
-from ui.learn_toys import TOY, toy_methods, toy_stats
+from ui.learn_toys import CORPUS_COUNTS, TOY, toy_inputs, toy_methods, toy_stats, toy_table
 
 pytestmark = pytest.mark.integration  # the app loads the cached demo model
 
@@ -67,16 +67,18 @@ def test_learn_gives_every_method_its_paper_and_when_it_fails():
     assert all(s.cost in costs for s in METHODS.values())
 
 
-def test_every_statistics_only_token_level_method_has_a_toy_that_matches_its_implementation():
-    """The toy's number is the method run on the toy's statistics, and by hand for the simplest ones: n = 8 tokens,
-    k = 0.2 → int(1.6) = 1 token (1287, log p −7.8); zlib over the toy's text."""
+def test_every_token_level_method_a_table_can_run_has_a_toy_that_matches_its_implementation():
+    """The toy's number is the method run on the toy's input, and by hand for the simplest ones: n = 8 tokens,
+    k = 0.2 → int(1.6) = 1 token (1287, log p −7.8); zlib over the toy's text; DC-PDD over the made-up corpus counts."""
     toys = toy_methods()
-    assert set(toys) == set(methods_for(("stats",), token_level=True)) and len(toys) == 7
+    assert set(toys) == set(methods_for(("stats", "freq"), token_level=True)) and len(toys) == 8
     at = app("app_pages/learn.py")
     shown = {m.label: float(m.value) for m in at.metric}
     stats = toy_stats(TOY)
     for name in toys:
-        assert shown[f"{METHODS[name].label} on the toy"] == pytest.approx(score(name, stats).value, abs=1e-4)
+        table = toy_table(name)
+        expected = score(name, stats, **toy_inputs(name, table)).value
+        assert shown[f"{METHODS[name].label} on the toy"] == pytest.approx(expected, abs=1e-4)
     logp = np.array(TOY["log p"])
     text = "".join(TOY["token"])
     assert shown[f"{METHODS['loss'].label} on the toy"] == pytest.approx(logp.mean(), abs=1e-4)
@@ -85,6 +87,9 @@ def test_every_statistics_only_token_level_method_has_a_toy_that_matches_its_imp
     assert shown[f"{METHODS['min_k'].label} on the toy"] == pytest.approx(-7.8, abs=1e-4)
     z = (logp + np.array(TOY["entropy (nats)"])) / np.array(TOY["σ"])  # μ = −entropy
     assert shown[f"{METHODS['min_k_pp'].label} on the toy"] == pytest.approx(z.min(), abs=1e-4)
+    counts = np.array(CORPUS_COUNTS["corpus count"], dtype=float)  # DC-PDD by hand: Laplace f, α capped at 0.01
+    alpha = np.minimum(-np.exp(logp) * np.log((counts + 1) / (counts.sum() + 8)), 0.01)
+    assert shown[f"{METHODS['dc_pdd'].label} on the toy"] == pytest.approx(alpha.mean(), abs=1e-4)
     tables = toy_tables(at)
     assert list(tables) == toys
     assert tables["min_k"]["enters the score"].tolist() == [False] * 5 + [True, False, False]
