@@ -10,7 +10,8 @@ text and settings they were computed for, and greyed under a "computed for …" 
 text or the BOS policy changes (`ui.stale`); colours are on a fixed scale per method by default (`ui.token_scale`);
 the per-token CSV and a standalone heatmap HTML download under the results (`mia_core.token_export`). The model
 work waits its turn in the server's line (`ui.model_work`), its cost estimated before it runs and bounded
-(`ui.work_estimate`, `mia_core.limits.check_request_cost`).
+(`ui.work_estimate`, `mia_core.limits.check_request_cost`). Scoring the same text with another model keeps the
+previous model's result beside the new one, each under its stamp (`ui.explore_compare`).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import streamlit as st
 import mia_core
 from mia_core.limits import RequestTooLarge, check_request_chars, check_request_cost
 from mia_core.stamp import ResultStamp, stamp_for
+from ui.explore_compare import Scored, draw_comparison, remember_scored
 from ui.explore_text import text_input_ui
 from ui.helpers import explore_helpers_ui, helper_inputs, missing_roles, needs_line
 from ui.model_work import model_turn, queued
@@ -187,9 +189,11 @@ def draw_results(stats, stamp: ResultStamp, request: tuple, methods: list[str], 
             if stats.long_text == "sliding" else "truncated to the context"
         st.info(f"The text has {stats.n_text_tokens:,} tokens, more than the model's context: it was {what}.")
     decode = cached_model(req_spec).tokenizer.decode
-    st.markdown(whose(stats, stamp))
     page = heatmap_page(stats.n_scored, "explore_heatmap_page")
     reference_tokens = reference_texts(reference_choice)
+    draw_comparison(Scored(req_spec, stamp.fingerprint, request[1], req_bos), stats, methods, values, scale_how,
+                    reference_tokens, page)
+    st.markdown(whose(stats, stamp))
     panels, errors = [], {}
     for method in methods:
         try:
@@ -233,8 +237,12 @@ if st.button("Score", type="primary", disabled=spec is None or not text.strip())
     try:
         check_request_chars([text], "The text")  # max_chars binds the browser only; an upload is checked here
         check_request_cost(tokens * passes, device_type(spec), "Scoring this text with these methods")
+        old = st.session_state.get("explore_request")
+        scored = Scored(spec, cached_model(spec).fingerprint, text, bos)
+        remember_scored(None if old is None else Scored(old[0], st.session_state.get("explore_fingerprint", "unknown"),
+                                                        *old[1:]), scored)
         st.session_state["explore_request"] = (spec, text, bos)
-        st.session_state["explore_fingerprint"] = cached_model(spec).fingerprint
+        st.session_state["explore_fingerprint"] = scored.fingerprint
     except RequestTooLarge as err:
         st.error(str(err))
 request = st.session_state.get("explore_request")

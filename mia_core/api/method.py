@@ -66,6 +66,34 @@ LOGP = "log p of each token under the model"
 LOGP_RANGE = (-6.0, 0.0)
 
 
+#: The stages methods are taught in on Learn (docs/methods.md, "Teaching order"): a method's `lesson` number lies in
+#: its stage's hundred (loss 110, zlib 120, Min-K% 210, …), so the order reads from the registry.
+LESSON_STAGES = {1: "the text's likelihood", 2: "which tokens count", 3: "more passes of the model, or another model",
+                 4: "known texts beside the text", 5: "sampled text only", 6: "gradients and labelled data"}
+
+
+@dataclass(frozen=True)
+class Paper:
+    """The paper a method comes from, as the project's sources state it (docs/methods.md; nothing added from memory).
+
+    year : None where the copy we read states none (a version under review).
+    link : an arXiv, ACL Anthology or code address from those sources; None where they give none.
+    title, venue : where the sources give them ("" where not).
+    """
+
+    authors: str
+    year: int | None
+    link: str | None = None
+    title: str = ""
+    venue: str = ""
+
+    def cite(self) -> str:
+        """Authors, year, title and venue on one line (no link)."""
+        parts = [self.authors + ("" if self.year is None else f" ({self.year})")]
+        parts += [part for part in (self.title, self.venue) if part]
+        return ". ".join(parts) + "."
+
+
 @dataclass(frozen=True)
 class Supervised:
     """How a supervised method learns from labelled texts.
@@ -103,6 +131,8 @@ class MethodSpec:
     supervised : how a supervised method learns from labelled texts (None for the others).
     extra_passes : model passes over a text's tokens it adds to the statistics pass, given its parameters (read by
         attribute): what the dashboard's cost estimate counts (a backward pass counts as two forward ones).
+    paper, fails, lesson : where it comes from, when it fails (one or two sentences from the literature or the
+        spec), and its place in the teaching order (`LESSON_STAGES`); shown on Learn.
     """
 
     name: str
@@ -121,6 +151,14 @@ class MethodSpec:
     prepare: Callable[..., Any] | None = None
     supervised: Supervised | None = None
     extra_passes: Callable[[Any], float] = lambda params: 0
+    paper: Paper | None = None
+    fails: str = ""
+    lesson: int = 0
+
+    @property
+    def stage(self) -> str:
+        """The teaching stage its `lesson` lies in."""
+        return LESSON_STAGES.get(self.lesson // 100, "")
 
     @property
     def centre(self) -> float | None:

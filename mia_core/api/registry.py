@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ..names import unknown_name
 from .access import FULL_ACCESS, AccessNeeds, ModelAccess, refusal
-from .method import NEEDS, MethodSpec, Supervised, TokenView
+from .method import LESSON_STAGES, NEEDS, MethodSpec, Paper, Supervised, TokenView
 from .params import NoParams
 from .score import Score
 
@@ -21,13 +21,16 @@ METHODS: dict[str, MethodSpec] = {}
 def register(name: str, *, label: str, summary: str, reading: Callable[[float], str], formula: str, idea: str,
              access: AccessNeeds, view: TokenView, params: type = NoParams, needs: tuple[str, ...] = ("stats",),
              token_level: bool = True, cost: str = "1 forward pass", prepare: Callable[..., Any] | None = None,
-             supervised: Supervised | None = None, extra_passes: Callable[[Any], float] = lambda params: 0):
+             supervised: Supervised | None = None, extra_passes: Callable[[Any], float] = lambda params: 0,
+             paper: Paper | None = None, fails: str = "", lesson: int = 0):
     """Decorator adding a scorer `fn(stats, params, **inputs) -> Score` to `METHODS`, with all it declares.
 
     `access` says what it reads of the model, `view` how its token scores read, `cost` its relative cost in
     forward/backward passes (shown next to it in method lists), `extra_passes(params)` the same as a number: the
-    passes over a text's tokens it adds to the statistics pass (0: it reads the statistics). `reading`, `formula`, `idea`, `access` and `view`
-    have no default: a method is registered whole or not at all.
+    passes over a text's tokens it adds to the statistics pass (0: it reads the statistics). `paper`, `fails` (when it
+    fails, from the literature) and `lesson` (its place in the teaching order, `LESSON_STAGES`) are what Learn shows.
+    `reading`, `formula`, `idea`, `access`, `view`, `paper`, `fails` and `lesson` have no usable default: a method is
+    registered whole or not at all.
     """
     unknown = set(needs) - set(NEEDS)
     if unknown:
@@ -36,12 +39,17 @@ def register(name: str, *, label: str, summary: str, reading: Callable[[float], 
         raise ValueError(f"method {name!r} needs a formula, an idea and a reading")
     if not isinstance(access, AccessNeeds) or not isinstance(view, TokenView):
         raise TypeError(f"method {name!r}: access must be an AccessNeeds and view a TokenView")
+    if not isinstance(paper, Paper) or not fails.strip():
+        raise ValueError(f"method {name!r} needs its paper (a Paper) and when it fails (a sentence)")
+    if isinstance(lesson, bool) or not isinstance(lesson, int) or lesson // 100 not in LESSON_STAGES:
+        raise ValueError(f"method {name!r}: lesson must be an integer in a stage's hundred {sorted(LESSON_STAGES)} "
+                         f"(got {lesson!r})")
     if supervised is not None and supervised.fits not in needs:
         raise ValueError(f"method {name!r}: what it fits ({supervised.fits!r}) must be one of its needs")
 
     def wrap(fn: Callable[..., Score]) -> Callable[..., Score]:
         METHODS[name] = MethodSpec(name, fn, params, tuple(needs), label, summary, token_level, access, cost, reading,
-                                   formula, idea, view, prepare, supervised, extra_passes)
+                                   formula, idea, view, prepare, supervised, extra_passes, paper, fails, lesson)
         return fn
 
     return wrap
@@ -51,6 +59,11 @@ def methods_for(available: tuple[str, ...] | set[str] = tuple(NEEDS), *, token_l
     """Registered methods whose needs are all in `available` (e.g. `("stats",)`: one pass of the target suffices)."""
     return [name for name, spec in METHODS.items()
             if set(spec.needs) <= set(available) and (token_level is None or spec.token_level == token_level)]
+
+
+def teaching_order() -> list[str]:
+    """Registered methods in the order Learn teaches them (by `lesson`; docs/methods.md, "Teaching order")."""
+    return sorted(METHODS, key=lambda name: METHODS[name].lesson)
 
 
 def stats_only_methods() -> list[str]:

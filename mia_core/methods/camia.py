@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import combine_pvalues, percentileofscore
 
-from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, Paper, Score, TokenStats, TokenView, param, register, require_tokens
 from .helper_texts import ReferenceStats
 
 CUTOFFS = (None, 200, 300)
@@ -96,6 +96,10 @@ def p_values(values: np.ndarray, population: np.ndarray) -> np.ndarray:
 
 
 @register("camia", access=AccessNeeds(),
+          lesson=430, paper=Paper("Chang et al.", 2025, "https://arxiv.org/abs/2409.13745", venue="EMNLP 2025"),
+          fails=("It needs a reference population of known non-members of the same kind (its p-values are coarse below "
+                 "20 texts); the authors orient each signal by comparing labelled members and non-members, which leaks "
+                 "labels (METHODS-FIELD.md §6)."),
           view=TokenView(LOGP,
                          "the first tokens, which the threshold signals read; the score compares twelve signals with "
                          "the reference population (table below)",

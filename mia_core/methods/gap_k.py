@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..api import AccessNeeds, KParams, Score, TokenStats, TokenView, param, register, require_tokens
+from ..api import AccessNeeds, KParams, Paper, Score, TokenStats, TokenView, param, register, require_tokens
 
 #: σ is clamped here before dividing (docs/methods.md, "Non-finite values").
 SIGMA_FLOOR = 1e-12
@@ -68,6 +68,10 @@ def _reading(v: float) -> str:
 
 
 @register("gap_k",
+          lesson=240, paper=Paper("Kwak & Kim", 2026, "https://arxiv.org/abs/2601.19936", venue="ACL 2026"),
+          fails=("The window width depends on the model (the authors use w = 6 for LLaMA on WikiMIA, w = 3 for Pythia, "
+                 "Mamba and MIMIR), and a one-hot prediction (σ = 0) breaks the authors' code with NaN or −∞ "
+                 "(METHODS-FIELD.md §5)."),
           access=AccessNeeds(full_distribution=True,
                              why="the top token's log-prob and the spread of the full next-token distribution"),
           view=TokenView("how far the true token sits below the model's top guess, in σ (0 = the top guess was right)",

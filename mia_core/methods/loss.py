@@ -6,11 +6,17 @@ import math
 import numpy as np
 
 from ..api import (
-    LOGP, LOGP_RANGE, AccessNeeds, NoParams, Score, TokenStats, TokenView, mean_of_all, register, require_tokens,
+    LOGP, LOGP_RANGE, AccessNeeds, NoParams, Paper, Score, TokenStats, TokenView, mean_of_all, register, require_tokens,
 )
 
 
 @register("loss", access=AccessNeeds(),
+          lesson=110, paper=Paper("Yeom, Giacomelli, Fredrikson & Jha", 2018,
+                                  title="Privacy risk in machine learning: analyzing the connection to overfitting",
+                                  venue="IEEE CSF 2018"),
+          fails=("It ranks texts by how predictable they are, not by whether they were seen: plain, common or "
+                 "repetitive text scores high either way. On MIMIR, where members and non-members come from the same "
+                 "sources, it stays near chance (mean AUROC 52.1–54.9 on Pythia 160M–12B, Min-K%++ paper, Table 2)."),
           view=TokenView(LOGP, "every token: the score is their mean log p", token_range=LOGP_RANGE),
           label="Loss (−mean NLL)",
           reading=lambda v: f"the model's average log-probability per token is {v:.2f} "

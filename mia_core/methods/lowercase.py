@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..api import AccessNeeds, NoParams, Score, TokenStats, TokenView, register, require_tokens
+from ..api import AccessNeeds, NoParams, Paper, Score, TokenStats, TokenView, register, require_tokens
 
 #: Guards the division for a text the model predicts with certainty (loss 0).
 LOSS_FLOOR = 1e-12
 
 
 @register("lowercase", access=AccessNeeds(further_passes=True, why="a further pass on the lowercased text"),
+          lesson=310, paper=Paper("Carlini, Tramèr, Wallace et al.", 2021,
+                                  title="Extracting training data from large language models",
+                                  venue="USENIX Security 2021"),
+          fails=("It needs a second pass of the model, which the Min-K%++ paper finds impractical for online "
+                 "detection; a text with no capital letters is unchanged by lowercasing and scores exactly 1."),
           view=TokenView("the per-token output shown with Lowercase ratio, which scores the text as a whole (for "
                          "orientation only)",
                          "the tokens it looked at"),

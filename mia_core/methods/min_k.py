@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..api import (
-    LOGP, LOGP_RANGE, AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, register, require_tokens,
+    LOGP, LOGP_RANGE, AccessNeeds, KParams, Paper, Score, TokenStats, TokenView, lowest_k, register, require_tokens,
 )
 
 
@@ -16,6 +16,12 @@ class MinKParams(KParams):
 
 
 @register("min_k", access=AccessNeeds(),
+          lesson=210, paper=Paper("Shi, Ajith, Xia, Huang, Liu, Blevins, Chen & Zettlemoyer", 2024,
+                                  "https://arxiv.org/abs/2310.16789",
+                                  "Detecting pretraining data from large language models", "ICLR 2024"),
+          fails=("It tends to misclassify non-member texts made of many common words the model predicts with high "
+                 "probability (DC-PDD paper, abstract); short inputs are harder than long ones (Min-K%++ paper: 62.2% "
+                 "vs 66.8% AUROC on 64- and 128-token WikiMIA texts with Mamba-1.4B)."),
           view=TokenView(LOGP, "the k% least likely tokens: the score is their mean log p", token_range=LOGP_RANGE),
           label="Min-K% Prob", params=MinKParams,
           reading=lambda v: f"the k% least likely tokens average a log-probability of {v:.2f}: members tend to have "

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..api import AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, register, require_tokens
+from ..api import AccessNeeds, KParams, Paper, Score, TokenStats, TokenView, lowest_k, register, require_tokens
 
 SIGMA_FLOOR = 1e-12
 
@@ -32,6 +32,13 @@ def min_k_pp_token_scores(stats: TokenStats) -> np.ndarray:
 
 
 @register("min_k_pp",
+          lesson=220, paper=Paper("Zhang, Sun, Yeats, Ouyang, Kuo, Zhang, Yang & Li", 2025,
+                                  "https://arxiv.org/abs/2404.02936",
+                                  "Min-K%++: improved baseline for detecting pre-training data from large language "
+                                  "models", "ICLR 2025"),
+          fails=("Where members and non-members are drawn from the same dataset (MIMIR) it barely improves on Min-K% "
+                 "(relative AUROC −0.2% to +2.8% on Pythia 160M–12B, its Table 2); with a text prepended (online "
+                 "detection) its numbers fall below the offline ones (its Table 4)."),
           access=AccessNeeds(full_distribution=True,
                              why="the mean and spread of the full next-token distribution"),
           view=TokenView("z = (log p − μ) / σ: the true token against the model's expected log p at that position",

@@ -41,7 +41,9 @@ import numpy as np
 
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
-from ..api import LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, is_int, param, register, require_tokens
+from ..api import (
+    LOGP, LOGP_RANGE, AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register, require_tokens,
+)
 
 #: Share of the scored tokens in the far region (the highest log-probs), at least one.
 RATIO_FAR = 0.05
@@ -163,6 +165,9 @@ def _reading(v: float) -> str:
 
 
 @register("pac", access=AccessNeeds(further_passes=True, why="further passes on word-swapped copies of the text"),
+          lesson=350, paper=Paper("Ye et al.", 2024, "https://arxiv.org/abs/2405.11930", venue="Findings of ACL 2024"),
+          fails=("A one-word text cannot be swapped (PAC = 0, flagged), and the swaps are random: the authors seed "
+                 "once per run, so their scores depend on the order of the data set (METHODS-FIELD.md §3)."),
           view=TokenView(LOGP,
                          "the far region (the likeliest 5%, at the red end) and the local region (the least likely "
                          "30%, at the blue end), listed below; the score is how much word swaps widen their gap",

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..api import AccessNeeds, NoParams, Score, TokenStats, TokenView, register, require_tokens
+from ..api import AccessNeeds, NoParams, Paper, Score, TokenStats, TokenView, register, require_tokens
 
 
 @register("ref", access=AccessNeeds(),
+          lesson=320, paper=Paper("Carlini, Tramèr, Wallace et al.", 2021,
+                                  title="Extracting training data from large language models",
+                                  venue="USENIX Security 2021"),
+          fails=("It needs a second model trained on similar data (the papers use the smallest of the same family, "
+                 "e.g. Pythia-70M for Pythia), and the Min-K%++ repository fed the target's tokens to the reference "
+                 "model, a bug (METHODS.md); it is impractical for online detection (Min-K%++ paper)."),
           view=TokenView("the per-token output shown with Reference model, which scores the text as a whole (for "
                          "orientation only)",
                          "the tokens it looked at"),

@@ -46,7 +46,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
-from ..api import AccessNeeds, Score, TokenStats, TokenView, is_int, param, register
+from ..api import AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register
 
 #: Tokens (rows × max_length) per `generate` call; halved on a CUDA out-of-memory error.
 SAMPLE_TOKENS = 1 << 16
@@ -227,6 +227,10 @@ def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) 
 
 
 @register("samia", access=AccessNeeds(generation=True, why="continuations sampled from the text's first half"),
+          lesson=510, paper=Paper("Kaneko et al.", 2024, "https://arxiv.org/abs/2404.11262"),
+          fails=("Its ROUGE-1 recall rewards longer generations (the candidate is not cut to the reference's length), "
+                 "and a text too short to split into a prefix and a suffix of words cannot be scored (METHODS-FIELD.md "
+                 "§10)."),
           view=TokenView("the per-token output shown with SaMIA, which scores the text as a whole (for orientation "
                          "only)",
                          "the tokens it looked at"),

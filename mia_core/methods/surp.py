@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..api import (
-    LOGP, LOGP_RANGE, AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, param, register, require_tokens,
+    LOGP, LOGP_RANGE, AccessNeeds, KParams, Paper, Score, TokenStats, TokenView, lowest_k, param, register,
+    require_tokens,
 )
 
 #: Value of a text with no surprising token (the SoK port's replacement for its NaN).
@@ -61,6 +62,10 @@ def _reading(v: float) -> str:
 
 
 @register("surp", access=AccessNeeds(full_distribution=True, why="the entropy of the full next-token distribution"),
+          lesson=230, paper=Paper("Zhang & Wu", 2024, "https://arxiv.org/abs/2407.21248"),
+          fails=("A text with no low-entropy token among its least likely gets the sentinel −100 and ranks as the "
+                 "strongest non-member; its defaults (k 0.4, 2 nats) are the SoK benchmark's reading of the paper, and "
+                 "no code by its authors was found (METHODS-FIELD.md §4)."),
           view=TokenView(LOGP,
                          "the surprising tokens: among the k% least likely, yet predicted with entropy below e_max "
                          "(the model was sure and wrong); the score is their mean log p",

@@ -41,7 +41,7 @@ import numpy as np
 from wordfreq import available_languages, word_frequency
 
 from ..api import (
-    LOGP, LOGP_RANGE, AccessNeeds, Score, TokenStats, TokenView, is_int, param, register, require_tokens,
+    LOGP, LOGP_RANGE, AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register, require_tokens,
 )
 
 #: Removes ASCII punctuation anywhere in a word (the authors' `_normalize_token`).
@@ -181,6 +181,10 @@ def _overlapping(offsets: np.ndarray):
 
 
 @register("tag_tab", access=AccessNeeds(),
+          lesson=250, paper=Paper("Antebi et al.", 2025, "https://arxiv.org/abs/2501.08454"),
+          fails=("It needs sentences of 7–40 words to tag (a text without one is scored as one sentence, flagged), "
+                 "and its rare words come from general word-frequency tables, not the training corpus; the authors' "
+                 "evaluation flips scores whenever AUROC < 0.5, a label-dependent step (METHODS-FIELD.md §9)."),
           view=TokenView(LOGP,
                          "the tokens of each sentence's rarest words, its keywords (listed below); the score is their "
                          "mean log p",

@@ -5,7 +5,7 @@ import zlib as _zlib
 
 import numpy as np
 
-from ..api import LOGP, LOGP_RANGE, AccessNeeds, NoParams, Score, TokenStats, TokenView, register, require_tokens
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, NoParams, Paper, Score, TokenStats, TokenView, register, require_tokens
 
 
 def zlib_bytes(text: str) -> int:
@@ -14,6 +14,12 @@ def zlib_bytes(text: str) -> int:
 
 
 @register("zlib", access=AccessNeeds(),
+          lesson=120, paper=Paper("Carlini, Tramèr, Wallace et al.", 2021,
+                                  title="Extracting training data from large language models",
+                                  venue="USENIX Security 2021"),
+          fails=("Compression only discounts generic repetitiveness; it cannot tell a rare text the model saw from a "
+                 "rare one it did not. On MIMIR it does no better than the loss (mean AUROC 52.3–54.8 on Pythia "
+                 "160M–12B, Min-K%++ paper, Table 2)."),
           view=TokenView(LOGP,
                          "every token: the score is their mean log p over the text's zlib-compressed size",
                          token_range=LOGP_RANGE),

@@ -17,6 +17,13 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny-model"), max_positions=2048)
 
 
+@pytest.fixture(scope="session")
+def second_model_dir(tmp_path_factory) -> Path:
+    """Another tiny model (other weights, same tokenizer): switching to it greys the old results on Explore, and
+    scoring the same text with it puts the two models side by side."""
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-model-2"), seed=1, max_positions=2048)
+
+
 @pytest.fixture
 def tiny_app(tiny_model_dir) -> Callable[[str], AppTest]:
     """Opens a page of the app with the tiny model loaded: methods that run the model again cost little."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +26,6 @@ from mia_core.model.language_model import LanguageModel
 from ui.stale import STALE_CSS
 
 from tests.support.app import APP, app
-from tests.support.tiny import save_tiny_model
 
 pytestmark = pytest.mark.integration  # the page loads the cached demo model
 
@@ -194,12 +192,6 @@ def naive_rgb(value: float, low: float, high: float) -> tuple[int, int, int]:
     value = min(max(value, low), high)
     end, t = ((33, 102, 172), (mid - value) / (mid - low)) if value <= mid else ((178, 24, 43), (value - mid) / (high - mid))
     return tuple(round(247 + (e - 247) * t) for e in end)
-
-
-@pytest.fixture(scope="module")
-def second_model_dir(tmp_path_factory) -> Path:
-    """Another tiny model (other weights, same tokenizer): switching to it must grey the old results."""
-    return save_tiny_model(tmp_path_factory.mktemp("tiny-model-2"), seed=1, max_positions=2048)
 
 
 def test_explore_greys_results_after_a_model_or_text_switch(tiny_app, tiny_model_dir, second_model_dir):

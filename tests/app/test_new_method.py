@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mia_core.api import AccessNeeds, Score, TokenView, param, register, require_tokens
+from mia_core.api import AccessNeeds, Paper, Score, TokenView, param, register, require_tokens
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,8 @@ class TmpParams:
           reading=lambda v: f"tmp value {v:.3f}.", formula=r"\\mathrm{tmp}(x) = \\tfrac{1}{n}\\textstyle\\sum_t \\log p + s",
           idea="A throwaway method that a test registers.", access=AccessNeeds(), params=TmpParams,
           view=TokenView(colour="tmpcolour words", outlined="tmpoutlined words", low="tmplow words",
-                         high="tmphigh words"))
+                         high="tmphigh words"),
+          paper=Paper("Nobody et al.", 2026, title="A throwaway method"), fails="When a test forgets it.", lesson=690)
 def tmp_test_method(stats, params):
     require_tokens(stats)
     token_scores = stats.logprob.astype(np.float64) + params.shift
@@ -90,7 +91,9 @@ def test_benchmark_evaluates_it(registered, tiny_app):
 
 def test_learn_and_the_cli_list_it(registered):
     at = app("app_pages/learn.py")
-    assert f"{LABEL}  ·  `{NAME}`" in [e.label for e in at.expander]
+    assert at.expander[-1].label == f"{len(METHODS)}. {LABEL}  ·  `{NAME}`"  # lesson 690: taught last
+    toy = {m.label: float(m.value) for m in at.metric}[f"{LABEL} on the toy"]  # a token-level statistics method
+    assert toy == pytest.approx((-2.1 - 6.5 - 0.4 - 1.2 - 0.3 - 7.8 - 0.9 - 5.2) / 8, abs=1e-4)  # shift 0
     assert registered.formula.strip() in [x.value.strip("$\n") for x in at.latex]
     assert any("A throwaway method that a test registers." in m.value for m in at.markdown)
     code, out, err = run_cli("methods")

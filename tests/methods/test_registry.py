@@ -10,7 +10,7 @@ import pytest
 
 from mia_core import METHODS, Score, get_method
 from mia_core.methods import methods_for, reading, stats_only_methods
-from mia_core.api import AccessNeeds, KParams, TokenView, lowest_k, register
+from mia_core.api import AccessNeeds, KParams, Paper, TokenView, lowest_k, register
 
 TESTS = Path(__file__).resolve().parents[1]
 #: Methods whose orientation ("higher = member") is checked by a test of their own, not by the shared one.
@@ -62,6 +62,14 @@ def test_register_refuses_a_half_declared_method():
     with pytest.raises(ValueError, match="formula"):
         register("half", label="Half", summary="s", access=AccessNeeds(), view=TokenView(), reading=lambda v: f"{v}",
                  formula=" ", idea="an idea")
+    whole = {"label": "Half", "summary": "s", "access": AccessNeeds(), "view": TokenView(), "reading": lambda v: f"{v}",
+             "formula": "x = 1", "idea": "an idea"}
+    with pytest.raises(ValueError, match="its paper"):
+        register("half", **whole, fails="never", lesson=110)
+    with pytest.raises(ValueError, match="when it fails"):
+        register("half", **whole, paper=Paper("A & B", 2024), fails=" ", lesson=110)
+    with pytest.raises(ValueError, match="lesson"):
+        register("half", **whole, paper=Paper("A & B", 2024), fails="never", lesson=5)
     assert "half" not in METHODS
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...api import AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
+from ...api import AccessNeeds, Paper, Score, TokenStats, TokenView, param, register, require_tokens
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,13 @@ def first_occurrences(token_ids: np.ndarray) -> np.ndarray:
 
 
 @register("dc_pdd", access=AccessNeeds(),
+          lesson=260, paper=Paper("Zhang, Zhang, Guo, de Rijke, Fan & Cheng", 2024,
+                                  "https://github.com/zhang-wei-chao/DC-PDD",
+                                  "Pretraining data detection for large language models: a divergence-based "
+                                  "calibration method"),
+          fails=("The reference corpus only estimates the training corpus's token frequencies and must be in the "
+                 "text's language, and the cap on calibrated probabilities changes results a lot with no rule for "
+                 "setting it (the paper's Limitations)."),
           view=TokenView(),
           label="DC-PDD", params=DcPddParams, needs=("stats", "freq"),
           reading=lambda v: f"probability-weighted corpus rarity over first occurrences: {v:.4f}.",

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.special import expit
 
-from ...api import AccessNeeds, Score, Supervised, TokenStats, TokenView, is_int, param, register, require_tokens
+from ...api import AccessNeeds, Paper, Score, Supervised, TokenStats, TokenView, is_int, param, register, require_tokens
 from ...model.language_model import LanguageModel
 from ..labelled import check_labels
 from .classifier import GdsClassifier, as_classifier, fit_classifier
@@ -86,6 +86,12 @@ def prepare(stats: list[TokenStats], params: GdsParams, *, lm: LanguageModel, cl
 
 
 @register("gds", access=AccessNeeds(gradients=True, why="gradients of the text's loss through adapter weights"),
+          lesson=620, paper=Paper("Zhang, Wang, Zhang, Zheng & Lan", 2026, "https://arxiv.org/abs/2603.04828",
+                                  "From unfamiliar to familiar: detecting pre-training data via gradient deviations"
+                                  " in large language models"),
+          fails=("It is supervised: it needs labelled members and non-members of the same distribution to fit its "
+                 "classifier (the paper trains on 30% of each benchmark), which an auditor of an undisclosed corpus "
+                 "rarely has."),
           view=TokenView("the per-token output shown with GDS (supervised), which scores the text as a whole (for "
                          "orientation only)", "the tokens it looked at"),
           label="GDS (supervised)", params=GdsParams, needs=("stats", "lm", "classifier"), token_level=False,

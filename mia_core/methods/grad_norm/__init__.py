@@ -41,7 +41,7 @@ from typing import Sequence
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
+from ...api import AccessNeeds, Paper, Score, TokenStats, TokenView, param, register, require_tokens
 from .engine import ORDERS, TextGradient, batched_param_norms, input_norms, loop_param_norms, plans_for, vmap_suits
 
 AGGREGATES = ("mean", "global")
@@ -116,6 +116,9 @@ def prepare(stats: list[TokenStats], params: GradNormParams, *, lm: LanguageMode
 
 
 @register("grad_norm", access=AccessNeeds(gradients=True, why="the gradient of the text's loss"),
+          lesson=610, paper=Paper("Wang et al.", 2024, "https://arxiv.org/abs/2402.17012"),
+          fails=("MIMIR's port ranks a larger gradient as member, against the rationale, and whether its published "
+                 "numbers carry that sign is unconfirmed; bf16 or fp16 gradients can underflow (METHODS-FIELD.md §7)."),
           view=TokenView("the per-token output shown with Gradient norm, which scores the text as a whole (for "
                          "orientation only)",
                          "the tokens it looked at"),

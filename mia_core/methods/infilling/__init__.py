@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, KParams, Score, TokenStats, TokenView, lowest_k, param, register, require_tokens
+from ...api import AccessNeeds, KParams, Paper, Score, TokenStats, TokenView, lowest_k, param, register, require_tokens
 from .engine import NORMALIZATIONS, infilling_token_scores
 
 
@@ -39,6 +39,12 @@ class InfillingParams(KParams):
 
 
 @register("infilling",
+          lesson=330, paper=Paper("Raoof et al.", None,
+                                  title="Infilling Score: a pretraining data detection algorithm for large language"
+                                        " models", venue="under review in our copy"),
+          fails=("Its cost grows with the text: the reference code runs one full forward pass per position (30 s for a "
+                 "256-token text with LLaMA-7B on an H200, METHODS.md); we evaluate the changed branches against a "
+                 "shared prefix instead."),
           access=AccessNeeds(full_distribution=True,
                              further_passes=True,
                              why="the full next-token distribution after each candidate token"),

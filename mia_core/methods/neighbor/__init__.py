@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, Score, TokenStats, TokenView, is_int, param, register, require_tokens
+from ...api import AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register, require_tokens
 from .engine import make_neighbors, proposer_for
 
 AGGREGATES = ("mean", "max")
@@ -54,6 +54,13 @@ def check_params(params: NeighborParams) -> None:
 
 
 @register("neighbor", access=AccessNeeds(further_passes=True, why="further passes on neighbour texts"),
+          lesson=340, paper=Paper("Mattern, Mireshghallah, Jin, Schölkopf, Sachan & Berg-Kirkpatrick", 2023,
+                                  "https://aclanthology.org/2023.findings-acl.719",
+                                  "Membership inference attacks against language models via neighbourhood "
+                                  "comparison", "Findings of ACL 2023"),
+          fails=("It costs many passes (MIMIR: 25 neighbours) and a masked language model to propose them, and on "
+                 "MIMIR it is no better than the loss (mean AUROC 52.0–53.8 on Pythia 160M–6.9B, Min-K%++ paper, Table "
+                 "2)."),
           view=TokenView("the per-token output shown with Neighbourhood, which scores the text as a whole (for "
                          "orientation only)",
                          "the tokens it looked at"),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, Score, TokenStats, TokenView, param, register, require_tokens
+from ...api import AccessNeeds, Paper, Score, TokenStats, TokenView, param, register, require_tokens
 from ..helper_texts import HelperTexts, as_helper_texts
 from .prefix import Conditioning, condition, reference_conditioning
 
@@ -99,6 +99,10 @@ def _scored(stats: TokenStats, m: int, values: np.ndarray) -> tuple[np.ndarray, 
 
 
 @register("recall",
+          lesson=410, paper=Paper("Xie et al.", 2024, "https://arxiv.org/abs/2406.15968"),
+          fails=("It needs known non-members of the same kind for its prefix; the authors' code and the ports draw "
+                 "them from the evaluated benchmark itself, which leaks labels, and a long prefix leaves less context "
+                 "for the text (METHODS-FIELD.md §1)."),
           access=AccessNeeds(further_passes=True,
                              why="further passes: the text's log-probs after a prefix of known non-members"),
           view=TokenView("log p after the non-member prefix minus log p without it (0 = the prefix changed nothing)",
@@ -151,6 +155,9 @@ def _prepare_con_recall(stats: list[TokenStats], params: ConRecallParams, *, lm:
 
 
 @register("con_recall",
+          lesson=420, paper=Paper("Wang et al.", 2024, "https://arxiv.org/abs/2409.03363"),
+          fails=("It needs known members as well as known non-members; the paper's default γ is unconfirmed, and "
+                 "tuning γ on the evaluation labels leaks them (METHODS-FIELD.md §2)."),
           access=AccessNeeds(further_passes=True,
                              why="further passes: the text's log-probs after prefixes of known non-members and "
                                  "members"),
