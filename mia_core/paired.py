@@ -144,7 +144,7 @@ def paired_bootstrap(labels, scores_a, scores_b, *, n_boot: int = 1000, seed: in
 
 
 def _resampled_auroc(y: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """The AUROC of each row (Mann–Whitney with midranks); NaN for a row with a single class. y, s: (rows, n_texts)."""
+    """The AUROC of each row (Mann–Whitney, midranks); NaN for a row with a single class. y, s: (rows, n_texts)."""
     ranks = sps.rankdata(s, axis=1)
     m = y.sum(axis=1)
     n = y.shape[1] - m

@@ -1,7 +1,8 @@
 """Two evaluated runs compared on the texts both scored: which texts they share, and per method a paired test.
 
 Texts are matched by content (the SHA-256 of the text, `model.identity.text_sha256`), not by row id: two uploaded
-files may number their rows alike, and a score belongs to the text it was computed on. Each run's repeats of a text
+files may number their rows alike, and a score belongs to the text it was computed on (score files without their
+texts, as `mia eval --scores-output` writes them, can be matched by id instead: `by="id"`). Each run's repeats of a text
 count once (its first row), and a text labelled a member in one run and a non-member in the other is left out.
 Runs that share only some texts are compared on those alone (and the sentence says so); fewer than
 `MIN_PER_CLASS` shared members or non-members is refused, since DeLong's normal approximation and the bootstrap
@@ -62,10 +63,13 @@ class RunPair:
     methods: list[MethodPair] = field(default_factory=list)
 
 
-def shared_texts(data_a: pd.DataFrame, data_b: pd.DataFrame) -> SharedTexts:
-    """The texts (`text`, `label` columns) of two runs that both scored, matched by the text's SHA-256."""
-    first_a = _first_rows(data_a)
-    first_b = _first_rows(data_b)
+def shared_texts(data_a: pd.DataFrame, data_b: pd.DataFrame, *, by: str = "text") -> SharedTexts:
+    """The texts (`text` or `id`, and `label` columns) of two runs that both scored, matched by the text's SHA-256
+    (`by="text"`) or by id (`by="id"`)."""
+    if by not in ("text", "id"):
+        raise ValueError(f"texts are matched by 'text' or 'id' (got {by!r})")
+    first_a = _first_rows(data_a[by], hashed=by == "text")
+    first_b = _first_rows(data_b[by], hashed=by == "text")
     common = [h for h in first_a if h in first_b]
     label_a = data_a["label"].to_numpy()
     label_b = data_b["label"].to_numpy()
@@ -76,20 +80,21 @@ def shared_texts(data_a: pd.DataFrame, data_b: pd.DataFrame) -> SharedTexts:
                        len(common) - len(agree))
 
 
-def _first_rows(data: pd.DataFrame) -> dict[str, int]:
-    """Text hash → the position of its first row."""
+def _first_rows(keys: pd.Series, *, hashed: bool) -> dict[str, int]:
+    """Text hash (or id) → the position of its first row."""
     rows: dict[str, int] = {}
-    for i, text in enumerate(data["text"]):
-        rows.setdefault(text_sha256(str(text)), i)
+    for i, key in enumerate(keys):
+        rows.setdefault(text_sha256(str(key)) if hashed else str(key), i)
     return rows
 
 
 def compare_runs(first: str, data_a: pd.DataFrame, scores_a: pd.DataFrame, second: str, data_b: pd.DataFrame,
                  scores_b: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, ci: float = 0.95,
-                 min_per_class: int = MIN_PER_CLASS) -> RunPair:
+                 min_per_class: int = MIN_PER_CLASS, by: str = "text") -> RunPair:
     """Each method both runs scored (columns of `scores_a` and `scores_b`, rows aligned with `data_a`/`data_b`),
-    compared on the shared texts: ΔAUROC = second − first, DeLong's test and a seeded paired bootstrap."""
-    shared = shared_texts(data_a, data_b)
+    compared on the shared texts (matched `by` text or id): ΔAUROC = second − first, DeLong's test and a seeded
+    paired bootstrap. A method with a non-finite score on a shared text: ValueError naming it."""
+    shared = shared_texts(data_a, data_b, by=by)
     if min(shared.n_members, shared.n_nonmembers) < min_per_class:
         return RunPair(first, second, shared, f"a paired test needs ≥ {min_per_class} shared members and ≥ "
                                               f"{min_per_class} shared non-members")
@@ -97,16 +102,20 @@ def compare_runs(first: str, data_a: pd.DataFrame, scores_a: pd.DataFrame, secon
     for method in (m for m in scores_a.columns if m in scores_b.columns):
         a = scores_a[method].to_numpy(dtype=np.float64)[shared.rows_a]
         b = scores_b[method].to_numpy(dtype=np.float64)[shared.rows_b]
-        pairs.append(MethodPair(method, delong(shared.labels, a, b, ci=ci),
-                                paired_bootstrap(shared.labels, a, b, n_boot=n_boot, seed=seed, ci=ci)))
+        try:
+            pairs.append(MethodPair(method, delong(shared.labels, a, b, ci=ci),
+                                    paired_bootstrap(shared.labels, a, b, n_boot=n_boot, seed=seed, ci=ci)))
+        except ValueError as err:
+            raise ValueError(f"{method}: {err}") from None
     return RunPair(first, second, shared, None, pairs)
 
 
-def format_p(p: float) -> str:
-    """"0.0004", "0.31", "1", or "< 0.0001": two significant digits down to 10⁻⁴, below that a bound."""
+def p_words(p: float) -> str:
+    """"p = 0.0004", "p = 0.31", "p = 1", or "p < 0.0001": two significant digits down to 10⁻⁴, below that a
+    bound."""
     if np.isnan(p):
-        return "undefined (zero standard error)"
-    return "< 0.0001" if p < 0.0001 else f"{p:.2g}"
+        return "p undefined (zero standard error)"
+    return "p < 0.0001" if p < 0.0001 else f"p = {p:.2g}"
 
 
 def shared_sentence(pair: RunPair) -> str:
@@ -134,5 +143,5 @@ def delta_sentence(pair: RunPair, result: MethodPair, label: str) -> str:
     boot = ("no paired bootstrap interval (every resample had one class)" if b.n_used == 0 else
             f"paired bootstrap 95% CI [{b.ci[0]:.3f}, {b.ci[1]:.3f}] ({b.n_boot:,} resamples, seed {b.seed}"
             + (f", {b.skipped:,} with one class skipped)" if b.skipped else ")"))
-    return (f"{label}: ΔAUROC ({pair.second} − {pair.first}) = {t.delta:.3f} [{lo:.3f}, {hi:.3f}], DeLong p = "
-            f"{format_p(t.p)}, on {t.n_members + t.n_nonmembers:,} shared texts; {boot}.")
+    return (f"{label}: ΔAUROC ({pair.second} − {pair.first}) = {t.delta:.3f} [{lo:.3f}, {hi:.3f}], DeLong "
+            f"{p_words(t.p)}, on {t.n_members + t.n_nonmembers:,} shared texts; {boot}.")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from mia_core.paired import delong
-from mia_core.run_pairing import MIN_PER_CLASS, compare_runs, delta_sentence, format_p, shared_sentence, shared_texts
+from mia_core.run_pairing import MIN_PER_CLASS, compare_runs, delta_sentence, p_words, shared_sentence, shared_texts
 
 
 def run(texts: list[str], labels: list[int], **scores: list[float]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -53,8 +53,9 @@ def test_the_same_texts_in_another_order_are_compared_text_by_text():
                                      "text by text.")
     lo, hi = want.ci
     boot = pair.methods[0].bootstrap
+    assert want.p < 0.0001  # written as a bound
     assert delta_sentence(pair, pair.methods[0], "Loss") == (
-        f"Loss: ΔAUROC (#2 − #1) = {want.delta:.3f} [{lo:.3f}, {hi:.3f}], DeLong p = {format_p(want.p)}, on 60 "
+        f"Loss: ΔAUROC (#2 − #1) = {want.delta:.3f} [{lo:.3f}, {hi:.3f}], DeLong p < 0.0001, on 60 "
         f"shared texts; paired bootstrap 95% CI [{boot.ci[0]:.3f}, {boot.ci[1]:.3f}] (200 resamples, seed 0).")
 
 
@@ -78,7 +79,7 @@ def test_too_few_shared_texts_are_refused_with_a_reason():
     assert shared_sentence(none) == "#1 and #4 scored no text in common: no paired test."
 
 
-@pytest.mark.parametrize(("p", "text"), [(0.00043, "0.00043"), (0.3149, "0.31"), (1.0, "1"), (3e-7, "< 0.0001"),
-                                         (float("nan"), "undefined (zero standard error)")])
+@pytest.mark.parametrize(("p", "text"), [(0.00043, "p = 0.00043"), (0.3149, "p = 0.31"), (1.0, "p = 1"),
+                                         (3e-7, "p < 0.0001"), (float("nan"), "p undefined (zero standard error)")])
 def test_p_values_are_written_to_two_significant_digits(p, text):
-    assert format_p(p) == text
+    assert p_words(p) == text

@@ -27,9 +27,10 @@ def run_pairs(runs: Sequence[dict]) -> list[tuple[dict, dict, RunPair]]:
     found = []
     for early, late in combinations(ordered, 2):
         block = early["report"]["run"]
+        n_boot, seed = int(block.get("n_boot", 1000)), int(block.get("seed", 0))
         found.append((early, late, paired_result(
             f"#{early['number']}", early["data"][["text", "label"]], early["scores"], f"#{late['number']}",
-            late["data"][["text", "label"]], late["scores"], int(block.get("n_boot", 1000)), int(block.get("seed", 0)))))
+            late["data"][["text", "label"]], late["scores"], n_boot, seed)))
     return found
 
 

@@ -21,6 +21,8 @@ COMMANDS = {
                          "a member)."),
     "eval": LazyCommand("mia_core.cli.score", "Evaluate methods on labelled texts: AUROC with CI, TPR at low FPR, and "
                         "the blind baseline."),
+    "compare": LazyCommand("mia_core.cli.compare", "Two runs on the same texts: per method, ΔAUROC with DeLong's test "
+                           "and a paired-bootstrap interval."),
     "heatmap": LazyCommand("mia_core.cli.heatmap", "Per-token heatmaps of one text as a standalone HTML page (as "
                            "Explore's download)."),
     "dataset-inference": LazyCommand("mia_core.cli.dataset_inference", "Dataset inference (Maini et al. 2024): many "

@@ -233,7 +233,7 @@ def test_runs_on_the_same_texts_get_a_paired_test_in_words(tiny_app):
                                "24 shared texts; paired bootstrap 95% CI [0.000, 0.000] (1,000 resamples, seed 0")
     delta, n = shared_delta(runs, "min_k")
     assert n == 24 and lines[4].startswith(f"{METHODS['min_k'].label}: ΔAUROC (#2 − #1) = {delta:.3f} [")
-    assert ", DeLong p = " in lines[4] and "on 24 shared texts; paired bootstrap 95% CI [" in lines[4]
+    assert ", DeLong p " in lines[4] and "on 24 shared texts; paired bootstrap 95% CI [" in lines[4]
 
 
 def test_partly_shared_texts_are_counted_and_compared_on_those_only(tiny_app):

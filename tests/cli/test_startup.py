@@ -20,7 +20,8 @@ from tests.support.cli_runner import run_cli
 #: Every command and its parameters, in order: as before the command line became lazy (commit 63ea285), with the
 #: deliberate changes since: `--a` gone (`--param a=…`); `mia methods` and `mia freq build` take the model options
 #: (`methods --model` lists what a model allows); GDS named nowhere: `eval --fit/--fit-seed` fits every chosen
-#: supervised method (`--param max_tokens=…`), `mia fit --method` replaces `gds fit`, `gds eval` is `eval --fit`.
+#: supervised method (`--param max_tokens=…`), `mia fit --method` replaces `gds fit`, `gds eval` is `eval --fit`;
+#: `mia compare` added (issue 29: two runs' scores as a paired test).
 BEFORE = {
     "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --param "
              "--shots-nonmembers --shots-members --reference --device --dtype --allow-pickle --trust-remote-code "
@@ -29,6 +30,7 @@ BEFORE = {
             "--n-boot --seed --per-class --fit --fit-seed --scores-output --param "
             "--shots-nonmembers --shots-members --reference --n-shots --reference-fraction --helper-seed --device "
             "--dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
+    "compare": "FIRST SECOND --by --n-boot --seed",
     "heatmap": "--model --input --output --methods --k --bos --scale --param --device --dtype --allow-pickle "
                "--trust-remote-code",
     "dataset-inference": "--model --suspect --validation --output --text-column --shuffles --seed --alpha --max-train "
