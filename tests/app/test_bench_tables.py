@@ -15,6 +15,8 @@ from mia_core.inputs.tables import InputError
 from ui.bench_data import default_index, page_error
 from ui.bench_runs import run_label
 from mia_core.metrics import auroc_interval
+from mia_core.run_pairing import compare_runs
+from ui.bench_pairs import pair_text
 from ui.bench_tables import blind_note, compare_table, metrics_table, shown, unresolved_note
 
 
@@ -124,3 +126,16 @@ def test_input_errors_are_worded_for_the_page():
                                "the menu above")
     assert default_index(["passage", "text", "label"], "text") == 1
     assert default_index(["passage", "y"], "label", avoid="passage") == 1 and default_index(["only"], "label") == 0
+
+
+def test_a_pair_block_names_both_runs_with_hidden_characters_escaped():
+    """An uploaded file named with a right-to-left override would reorder the block: it is written as its escape."""
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"text": [f"t{i}" for i in range(24)], "label": [1, 0] * 12})
+    a, b = pd.DataFrame({"loss": rng.normal(size=24)}), pd.DataFrame({"loss": rng.normal(size=24)})
+    early = {"label": "#1 demo · \u202eevil.csv · n 24 · k per method"}
+    late = {"label": "#2 demo-known · \u202eevil.csv · n 24 · k per method"}
+    lines = pair_text(early, late, compare_runs("#1", data, a, "#2", data, b, n_boot=100)).splitlines()
+    assert lines[:2] == ["#1 demo · \\u202eevil.csv · n 24 · k per method",
+                         "#2 demo-known · \\u202eevil.csv · n 24 · k per method"]
+    assert lines[3].startswith(f"{METHODS['loss'].label}: ΔAUROC (#2 − #1) = ") and len(lines) == 4
