@@ -13,7 +13,7 @@ from mia_core.run_pairing import RunPair, compare_runs, delta_sentence, shared_s
 from ui.charts import method_label
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner="Paired tests (DeLong, paired bootstrap) …", max_entries=64)
 def paired_result(first: str, data_a: pd.DataFrame, scores_a: pd.DataFrame, second: str, data_b: pd.DataFrame,
                   scores_b: pd.DataFrame, n_boot: int, seed: int) -> RunPair:
     """`compare_runs`, kept per pair of runs: the page reruns on every click, the bootstrap need not."""
