@@ -170,13 +170,13 @@ def draw(result: dict) -> None:
         st.caption(note)
     level, line = blind_note(report)
     {"warning": st.warning, "info": st.info, "caption": st.caption}[level](line)
-    st.dataframe(blind_table(report), hide_index=True, key="bench_blind")
+    st.dataframe(shown(blind_table(report)), hide_index=True, key="bench_blind")
     for note in sorted({w for m in methods for w in report[m]["warnings"] if "not resolvable" not in w}):
         st.caption(note)
     method = st.selectbox("Score distribution of", methods, key="bench_dist", format_func=method_label)
     st.plotly_chart(distribution_figure(labels, scores[method].to_numpy(), method), key="bench_hist")
     st.markdown("**AUROC by text length (words)**")
-    st.dataframe(bucket_table(labels, scores, data["text"].tolist()), hide_index=True, key="bench_buckets")
+    st.dataframe(shown(bucket_table(labels, scores, data["text"].tolist())), hide_index=True, key="bench_buckets")
     compare_ui(log_scale)
     st.markdown("**Download** — every text with its scores, and the metrics with the model, its fingerprint, the "
                 "data, k, seeds and methods, and the command that repeats them:")

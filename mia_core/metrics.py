@@ -42,7 +42,8 @@ def _check_labels(labels) -> np.ndarray:
     return y.astype(np.int64)
 
 
-def _check(labels, scores) -> tuple[np.ndarray, np.ndarray]:
+def check_scores(labels, scores) -> tuple[np.ndarray, np.ndarray]:
+    """Validated 0/1 labels (int64) and finite float64 scores of the same shape; ValueError saying what is wrong."""
     y = _check_labels(labels)
     s = np.asarray(scores, dtype=np.float64)
     if s.shape != y.shape:
@@ -79,7 +80,7 @@ def _roc(y: np.ndarray, s: np.ndarray):
 
 def _curve(labels, scores):
     """Validated (fpr, tpr), or None with a warning (to the public caller) for a single class."""
-    y, s = _check(labels, scores)
+    y, s = check_scores(labels, scores)
     if msg := _single_class_msg(y):
         warnings.warn(msg, stacklevel=3)
         return None
@@ -116,7 +117,7 @@ def roc_curve(labels, scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     >>> fpr.tolist(), tpr.tolist()
     ([0.0, 0.0, 0.0, 1.0], [0.0, 0.5, 1.0, 1.0])
     """
-    y, s = _check(labels, scores)
+    y, s = check_scores(labels, scores)
     if msg := _single_class_msg(y):
         warnings.warn(msg, stacklevel=2)
     return _roc(y, s)
@@ -186,7 +187,7 @@ def evaluate(labels, scores, *, n_boot: int = 1000, seed: int = 0,
     >>> r["auroc"], r["auroc_ci"], r["tpr@10%fpr"], r["warnings"]
     (1.0, [1.0, 1.0], 1.0, [])
     """
-    y, s = _check(labels, scores)
+    y, s = check_scores(labels, scores)
     fprs = [_check_rate(x, "fprs") for x in fprs]
     if not 0.0 < ci < 1.0 or int(n_boot) < 1:
         raise ValueError(f"need 0 < ci < 1 and n_boot >= 1, got ci={ci}, n_boot={n_boot}")

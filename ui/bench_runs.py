@@ -1,5 +1,6 @@
 """Benchmark runs kept in the session and compared: every run is labelled "model · data · n · k" and kept (the last
-MAX_RUNS), several can be overlaid on one ROC figure and set side by side in one table. Also the run's downloads:
+MAX_RUNS), several can be overlaid on one ROC figure, set side by side in one table (AUROC with its interval) and
+tested in pairs (`ui.bench_pairs`). Also the run's downloads:
 the metrics JSON (model, fingerprint, dataset, k, seed, methods, the reproducing command) and the scores CSV."""
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import streamlit as st
 
 from mia_core.csv_safe import to_csv_safe
-from ui.bench_tables import METRIC_KEYS, TPR_RATES, blind_interval, compare_table, shown
+from ui.bench_pairs import pairs_ui
+from ui.bench_tables import METRIC_KEYS, RATES, blind_interval, compare_table, shown
 from ui.charts import method_label, runs_roc_figure
 
 #: Runs kept per session (the oldest is dropped first): each holds its texts and scores.
@@ -53,7 +55,7 @@ def keep_run(result: dict) -> dict:
 
 
 def compare_ui(log_scale: bool) -> None:
-    """Choose kept runs; overlay their ROC curves and set their metrics side by side."""
+    """Choose kept runs; overlay their ROC curves, set their metrics side by side, test them in pairs."""
     runs = st.session_state.get(RUNS_KEY, [])
     st.markdown(f"**Compare runs** — this session keeps your last {MAX_RUNS} runs (a reload forgets them).")
     if len(runs) < 2:
@@ -73,8 +75,12 @@ def compare_ui(log_scale: bool) -> None:
                "what the model knows; the same model on different texts shows how the data matters.")
     column = st.selectbox("Metric side by side", list(METRIC_KEYS), key="bench_compare_metric")
     table = compare_table(chosen, column)
-    runs = [c for c in table.columns if c != "method"] if column in TPR_RATES else []  # blank, not "None"
+    runs = [c for c in table.columns if c != "method"] if column in RATES else []  # percentages; blank, not "None"
     st.dataframe(shown(table, runs), hide_index=True, key="bench_compare_table")
+    if column == "AUROC":
+        st.caption("AUROC [95% CI]: each method's bootstrap interval from its run's own table; the blind baseline's "
+                   "is Hanley–McNeil.")
+    pairs_ui(chosen)
 
 
 def metrics_json(result: dict) -> str:

@@ -1,6 +1,9 @@
 """The Benchmark page's tables: metrics by method label with a "how to read this" line per column, TPR cells left
 blank where too few non-members make them unresolvable, the blind attacks, the blind baseline's interval with a
-warning that grows as the sample shrinks, and several runs side by side."""
+warning that grows as the sample shrinks, and several runs side by side (AUROC with its 95% interval).
+
+One number format on every table of the page: AUROCs and their differences to three decimals, rates (TPR, FPR) as
+percentages with one decimal."""
 from __future__ import annotations
 
 import math
@@ -17,6 +20,8 @@ METRIC_KEYS = {"AUROC": "auroc", "TPR@5%FPR": "tpr@5%fpr", "TPR@1%FPR": "tpr@1%f
                "FPR@95%TPR": "fpr@95%tpr", "AUROC above blind": "auroc_above_blind"}
 #: TPR column → its false-positive rate.
 TPR_RATES = {"TPR@5%FPR": 0.05, "TPR@1%FPR": 0.01, "TPR@0.1%FPR": 0.001}
+#: Columns holding rates, shown as percentages.
+RATES = (*TPR_RATES, "FPR@95%TPR")
 #: How to read each column (the help shown on its header).
 HELP = {
     "method": "The membership-inference method; every score is oriented so that higher = more member-like.",
@@ -25,6 +30,8 @@ HELP = {
               "like these. A wide interval means too few texts.",
     "FPR@95%TPR": "Share of non-members wrongly flagged when the threshold catches 95% of the members "
                   "(lower = better).",
+    "AUROC [95% CI]": "Each run's AUROC and its 95% interval: the bootstrap interval of the run's own metrics table; "
+                      "for the blind baseline, the Hanley–McNeil interval (it keeps no per-text scores).",
     "AUROC above blind": "This AUROC minus the best model-free (blind) attack's on the same texts, or minus 0.5 when "
                          "that attack is below chance: near 0 or below, the text alone (topic, date, style) explains "
                          "the labels, not the model.",
@@ -66,28 +73,38 @@ def metrics_table(report: dict, methods: Sequence[str]) -> pd.DataFrame:
 
 
 def column_config() -> dict:
-    """`st.dataframe` column settings: the reading of each metric on its header, numbers to three decimals; the TPR
-    columns as text (`shown`), since a number column draws a missing value as "None" whatever the table's format."""
+    """`st.dataframe` column settings: the reading of each metric on its header, AUROCs to three decimals; the rate
+    columns as percentage text (`shown`), since a number column draws a missing value as "None" whatever the
+    table's format."""
     config = {"method": st.column_config.TextColumn("method", help=HELP["method"]),
               "95% CI": st.column_config.TextColumn("95% CI", help=HELP["95% CI"])}
     for column in METRIC_KEYS:
-        config[column] = (st.column_config.TextColumn(column, help=tpr_help(column), alignment="right")
-                          if column in TPR_RATES
+        config[column] = (st.column_config.TextColumn(column, help=tpr_help(column) if column in TPR_RATES
+                                                      else HELP[column], alignment="right")
+                          if column in RATES
                           else st.column_config.NumberColumn(column, help=HELP[column], format="%.3f"))
     return config
 
 
-def as_text(values: pd.Series) -> pd.Series:
-    """Numbers to three decimals, a missing one blank: what a cell that may be unresolvable shows."""
-    return values.map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3f}").astype(object)
+def as_percent(values: pd.Series) -> pd.Series:
+    """Rates as percentages with one decimal ("34.5%"), a missing one blank: what a rate cell shows."""
+    return values.map(lambda v: "" if v is None or pd.isna(v) else f"{v:.1%}").astype(object)
 
 
-def shown(table: pd.DataFrame, text_columns: Sequence[str] | None = None):
-    """The table as drawn: numbers to three decimals; `text_columns` (default: the TPR columns present) as text, so
-    an unresolvable cell is blank, not "None"."""
-    columns = [c for c in table.columns if c in TPR_RATES] if text_columns is None else list(text_columns)
-    table = table.assign(**{c: as_text(table[c]) for c in columns})
+def shown(table: pd.DataFrame, rate_columns: Sequence[str] | None = None):
+    """The table as drawn: numbers to three decimals; `rate_columns` (default: the rate columns present) as
+    percentage text, so an unresolvable cell is blank, not "None"."""
+    columns = [c for c in table.columns if c in RATES] if rate_columns is None else list(rate_columns)
+    table = table.assign(**{c: as_percent(table[c]) for c in columns})
     return table.style.format(precision=3, na_rep="")
+
+
+def with_interval(auroc: float | None, interval: Sequence[float | None] | None) -> str:
+    """"0.734 [0.650, 0.810]": an AUROC and its 95% interval to three decimals; blank when undefined."""
+    if auroc is None or (isinstance(auroc, float) and math.isnan(auroc)):
+        return ""
+    lo, hi = interval if interval is not None else (None, None)
+    return f"{auroc:.3f}" if lo is None or hi is None else f"{auroc:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 def unresolved_note(report: dict) -> str | None:
@@ -134,13 +151,18 @@ def blind_note(report: dict) -> tuple[str, str]:
 
 def compare_table(runs: Sequence[dict], column: str) -> pd.DataFrame:
     """Several kept runs side by side: one row per method label, one column per run (its label), values of `column`
-    (blank where a run lacks the method or cannot resolve it); AUROC adds the blind baseline's row."""
+    (blank where a run lacks the method or cannot resolve it). AUROC is text with its 95% interval ("0.734 [0.650,
+    0.810]", the run's own bootstrap interval) and adds the blind baseline's row (its Hanley–McNeil interval)."""
     methods = list(dict.fromkeys(m for r in runs for m in r["scores"].columns))
     table = pd.DataFrame({"method": [method_label(m) for m in methods]})
     for r in runs:
-        table[r["label"]] = [_value(r["report"], m, column) if m in r["report"] else None for m in methods]
+        report = r["report"]
+        table[r["label"]] = ([with_interval(_value(report, m, column), report[m]["auroc_ci"]) if m in report else ""
+                              for m in methods] if column == "AUROC" else
+                             [_value(report, m, column) if m in report else None for m in methods])
     if column == "AUROC":
-        blind = {r["label"]: r["report"]["blind_baseline"]["auroc"] for r in runs}
+        blind = {r["label"]: with_interval(r["report"]["blind_baseline"]["auroc"], blind_interval(r["report"]))
+                 for r in runs}
         blind["method"] = "blind baseline (no model)"
         table = pd.concat([table, pd.DataFrame([blind])], ignore_index=True)
     return table

@@ -23,6 +23,8 @@ COMMANDS = {
                         "the blind baseline."),
     "extract": LazyCommand("mia_core.cli.extract", "Extraction probability per window ((n,p)-discoverable): can the "
                            "model reproduce each passage verbatim from the text before it?"),
+    "compare": LazyCommand("mia_core.cli.compare", "Two runs on the same texts: per method, ΔAUROC with DeLong's test "
+                           "and a paired-bootstrap interval."),
     "heatmap": LazyCommand("mia_core.cli.heatmap", "Per-token heatmaps of one text as a standalone HTML page (as "
                            "Explore's download)."),
     "dataset-inference": LazyCommand("mia_core.cli.dataset_inference", "Dataset inference (Maini et al. 2024): many "

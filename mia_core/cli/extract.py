@@ -41,7 +41,8 @@ def extract(
     bos: str = BosOpt,
     options: ModelOptions = ModelOptions(),
 ) -> None:
-    """Extraction probability of every window: can the model reproduce the suffix verbatim from its prefix?"""
+    """Extraction probability per window ((n,p)-discoverable): can the model reproduce each passage verbatim from the
+    text before it?"""
     try:
         settings = ExtractionSettings(prefix, suffix, stride, top_k, temperature, bos)
     except ValueError as err:

@@ -1,6 +1,6 @@
 """The Benchmark page's table helpers (no app run): the blind baseline's interval against the exact null variance of
 the Mann–Whitney AUROC and against a simulation, blank TPR cells, the warning level by sample size, run labels,
-the side-by-side table and the page's wording of input errors."""
+the side-by-side table (AUROC with its interval, rates as percentages) and the page's wording of input errors."""
 from __future__ import annotations
 
 import math
@@ -15,7 +15,9 @@ from mia_core.inputs.tables import InputError
 from ui.bench_data import default_index, page_error
 from ui.bench_runs import run_label
 from mia_core.metrics import auroc_interval
-from ui.bench_tables import blind_note, compare_table, metrics_table, unresolved_note
+from mia_core.run_pairing import compare_runs
+from ui.bench_pairs import pair_text
+from ui.bench_tables import blind_note, compare_table, metrics_table, shown, unresolved_note
 
 
 def method_report(auroc: float, tpr: float = 0.3) -> dict:
@@ -98,10 +100,16 @@ def test_compare_table_sets_runs_side_by_side():
              "report": report(120, 120, 0.5, loss=0.74)}]
     auroc = compare_table(runs, "AUROC")
     assert auroc["method"].tolist() == [METHODS["loss"].label, METHODS["min_k"].label, "blind baseline (no model)"]
-    assert auroc[runs[0]["label"]].tolist() == [0.52, 0.51, 0.55]
-    assert auroc[runs[1]["label"]].tolist()[0] == 0.74 and pd.isna(auroc[runs[1]["label"]][1])
+    a, n = 0.55, 20  # the blind baseline's Hanley–McNeil interval, written out
+    q1, q2 = a / (2 - a), 2 * a * a / (1 + a)
+    half = 1.959963984540054 * math.sqrt((a * (1 - a) + (n - 1) * (q1 - a * a) + (n - 1) * (q2 - a * a)) / (n * n))
+    assert auroc[runs[0]["label"]].tolist() == ["0.520 [0.420, 0.620]", "0.510 [0.410, 0.610]",
+                                                f"0.550 [{a - half:.3f}, {a + half:.3f}]"]
+    assert auroc[runs[1]["label"]].tolist()[:2] == ["0.740 [0.640, 0.840]", ""]  # run 2 has no Min-K%
     tpr = compare_table(runs, "TPR@1%FPR")  # 20 non-members cannot resolve 1%; 120 can
     assert pd.isna(tpr[runs[0]["label"]][0]) and tpr[runs[1]["label"]][0] == 0.15 and len(tpr) == 2
+    drawn = shown(tpr, [r["label"] for r in runs]).data  # rates as percentages, an unresolvable one blank
+    assert drawn[runs[0]["label"]].tolist() == ["", ""] and drawn[runs[1]["label"]].tolist() == ["15.0%", ""]
 
 
 def test_run_label_names_model_data_size_and_k():
@@ -118,3 +126,16 @@ def test_input_errors_are_worded_for_the_page():
                                "the menu above")
     assert default_index(["passage", "text", "label"], "text") == 1
     assert default_index(["passage", "y"], "label", avoid="passage") == 1 and default_index(["only"], "label") == 0
+
+
+def test_a_pair_block_names_both_runs_with_hidden_characters_escaped():
+    """An uploaded file named with a right-to-left override would reorder the block: it is written as its escape."""
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"text": [f"t{i}" for i in range(24)], "label": [1, 0] * 12})
+    a, b = pd.DataFrame({"loss": rng.normal(size=24)}), pd.DataFrame({"loss": rng.normal(size=24)})
+    early = {"label": "#1 demo · \u202eevil.csv · n 24 · k per method"}
+    late = {"label": "#2 demo-known · \u202eevil.csv · n 24 · k per method"}
+    lines = pair_text(early, late, compare_runs("#1", data, a, "#2", data, b, n_boot=100)).splitlines()
+    assert lines[:2] == ["#1 demo · \\u202eevil.csv · n 24 · k per method",
+                         "#2 demo-known · \\u202eevil.csv · n 24 · k per method"]
+    assert lines[3].startswith(f"{METHODS['loss'].label}: ΔAUROC (#2 − #1) = ") and len(lines) == 4

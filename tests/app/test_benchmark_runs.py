@@ -1,6 +1,7 @@
-"""The Benchmark page with the tiny model: kept runs overlaid and compared, method labels everywhere, column pickers
-filled from an upload, the downloads (metrics JSON fields, scores with their texts), palette histograms, blank
-unresolvable TPR cells and the sample size kept across data sources."""
+"""The Benchmark page with the tiny model: kept runs overlaid and compared (AUROC [95% CI], paired tests), method
+labels everywhere, column pickers filled from an upload, the downloads (metrics JSON fields, scores with their texts),
+palette histograms, blank unresolvable TPR cells, rates as percentages and the sample size kept across data
+sources."""
 from __future__ import annotations
 
 import io
@@ -86,11 +87,13 @@ def test_two_runs_are_kept_overlaid_and_set_side_by_side(tiny_app):
     table = table_with(at, runs[1]["label"])
     assert list(table.columns) == ["method", runs[0]["label"], runs[1]["label"]]
     assert list(table["method"]) == [METHODS["loss"].label, METHODS["min_k"].label, "blind baseline (no model)"]
-    for run in runs:
+    for run in runs:  # "AUROC [95% CI]" text: sklearn's AUROC, the run's own bootstrap interval
         labels = run["data"]["label"].to_numpy()
-        got = table[run["label"]].to_numpy()[:2]
-        want = [roc_auc_score(labels, run["scores"][m]) for m in ("loss", "min_k")]
-        np.testing.assert_allclose(got, want, atol=1e-12)
+        for cell, method in zip(table[run["label"]], ("loss", "min_k")):
+            lo, hi = run["report"][method]["auroc_ci"]
+            assert cell == f"{roc_auc_score(labels, run['scores'][method]):.3f} [{lo:.3f}, {hi:.3f}]"
+    assert any("#1 and #2 share 12 texts (6 members, 6 non-members): too few for a paired test" in c.value
+               for c in at.get("code"))
 
 
 def test_labels_colours_blank_cells_and_the_blind_warning_on_a_small_run(tiny_app):
@@ -192,3 +195,66 @@ def test_upload_column_pickers_and_the_downloads(tiny_app, downloads):
     scores = pd.read_csv(io.BytesIO(downloads["scores.csv"]), keep_default_na=False)
     assert scores["text"].tolist() == ["'" + frame["passage"][0], *frame["passage"][1:]]  # formula neutralised
     assert scores["label"].tolist() == labels.tolist() and {"loss", "min_k"} <= set(scores.columns)
+
+
+def run_twice(tiny_app, first_n: int, second_n: int):
+    """Loss and Min-K% on `first_n` demo texts per class with k per method, then on `second_n` with k = 0.5."""
+    at = tiny_app("app_pages/benchmark.py")
+    at.number_input(key="bench_n").set_value(first_n).run()
+    at.multiselect(key="bench_methods").set_value(["loss", "min_k"]).run()
+    at.button(key="bench_run").click().run()
+    at.number_input(key="bench_n").set_value(second_n).run()
+    at.toggle(key="bench_k_same").set_value(True).run()
+    at.slider(key="bench_k").set_value(0.5).run()
+    at.button(key="bench_run").click().run()
+    assert not at.exception, at.exception
+    return at, at.session_state["bench_runs"]
+
+
+def shared_delta(runs: list[dict], method: str) -> tuple[float, int]:
+    """ΔAUROC (#2 − #1) recomputed with scikit-learn on the texts both runs scored, and how many they are."""
+    first = dict(zip(runs[0]["data"]["text"], runs[0]["scores"][method]))
+    rows = [(label, first[text], score) for text, label, score in
+            zip(runs[1]["data"]["text"], runs[1]["data"]["label"], runs[1]["scores"][method]) if text in first]
+    labels, a, b = (np.array(column) for column in zip(*rows))
+    return roc_auc_score(labels, b) - roc_auc_score(labels, a), len(rows)
+
+
+def test_runs_on_the_same_texts_get_a_paired_test_in_words(tiny_app):
+    """12 texts per class twice: the same 24 texts, so loss (unchanged by k) differs by exactly 0 with p = 1, and
+    Min-K% by what scikit-learn gives on those texts."""
+    at, runs = run_twice(tiny_app, 12, 12)
+    blocks = [c.value for c in at.get("code") if "ΔAUROC" in c.value]
+    assert len(blocks) == 1
+    lines = blocks[0].splitlines()
+    assert lines[:3] == [runs[0]["label"], runs[1]["label"], "#1 and #2 scored the same 24 texts (12 members, 12 "
+                         "non-members): compared text by text."]
+    assert lines[3].startswith(f"{METHODS['loss'].label}: ΔAUROC (#2 − #1) = 0.000 [0.000, 0.000], DeLong p = 1, on "
+                               "24 shared texts; paired bootstrap 95% CI [0.000, 0.000] (1,000 resamples, seed 0")
+    delta, n = shared_delta(runs, "min_k")
+    assert n == 24 and lines[4].startswith(f"{METHODS['min_k'].label}: ΔAUROC (#2 − #1) = {delta:.3f} [")
+    assert ", DeLong p " in lines[4] and "on 24 shared texts; paired bootstrap 95% CI [" in lines[4]
+
+
+def test_partly_shared_texts_are_counted_and_compared_on_those_only(tiny_app):
+    """12 and then 15 texts per class: the seeded sample of 12 lies within that of 15, so 24 texts are shared."""
+    at, runs = run_twice(tiny_app, 12, 15)
+    block = next(c.value for c in at.get("code") if "ΔAUROC" in c.value)
+    assert ("#1 and #2 share 24 texts (12 members, 12 non-members) of their 24 and 30: compared on the shared texts "
+            "only.") in block
+    delta, n = shared_delta(runs, "min_k")
+    assert n == 24 and f"{METHODS['min_k'].label}: ΔAUROC (#2 − #1) = {delta:.3f} [" in block
+
+
+def test_rates_are_percentages_on_every_benchmark_table(tiny_app):
+    """With 25 non-members TPR@5%FPR resolves: "n.n%" cells, as is FPR@95%TPR; AUROCs stay three decimals."""
+    at = tiny_app("app_pages/benchmark.py")
+    at.number_input(key="bench_n").set_value(25).run()
+    at.multiselect(key="bench_methods").set_value(["loss"]).run()
+    at.button(key="bench_run").click().run()
+    assert not at.exception, at.exception
+    run = at.session_state["bench_runs"][-1]
+    table = table_with(at, "FPR@95%TPR")
+    tpr = run["report"]["loss"]["tpr@5%fpr"]
+    assert table["TPR@5%FPR"].tolist() == [f"{100 * tpr:.1f}%"] and re.fullmatch(r"\d+\.\d%", table["FPR@95%TPR"][0])
+    assert table["TPR@1%FPR"].tolist() == [""]  # 25 < 100 non-members

@@ -116,7 +116,7 @@ def test_explore_page_in_chromium(server):
         assert overlay.get_by_text("#2 demo ·", exact=False).count() >= 1  # both runs in one legend
         overlay.scroll_into_view_if_needed()
         page.wait_for_timeout(1000)
-        page.screenshot(path=str(ARTIFACTS / "benchmark_compare.png"))
+        page.screenshot(path=str(ARTIFACTS / "benchmark_overlay.png"))  # the table: test_browser_bench_compare
         browser.close()
     assert (ARTIFACTS / "explore_heatmap.png").stat().st_size > 10_000
 

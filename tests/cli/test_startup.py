@@ -20,7 +20,9 @@ from tests.support.cli_runner import run_cli
 #: Every command and its parameters, in order: as before the command line became lazy (commit 63ea285), with the
 #: deliberate changes since: `--a` gone (`--param a=…`); `mia methods` and `mia freq build` take the model options
 #: (`methods --model` lists what a model allows); GDS named nowhere: `eval --fit/--fit-seed` fits every chosen
-#: supervised method (`--param max_tokens=…`), `mia fit --method` replaces `gds fit`, `gds eval` is `eval --fit`.
+#: supervised method (`--param max_tokens=…`), `mia fit --method` replaces `gds fit`, `gds eval` is `eval --fit`;
+#: `mia compare` added (issue 29: two runs' scores as a paired test); `mia extract` added (issue 26: extraction);
+#: `audit-books --pdf` (issue 29: the report as PDF).
 BEFORE = {
     "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --param "
              "--shots-nonmembers --shots-members --reference --device --dtype --allow-pickle --trust-remote-code "
@@ -29,6 +31,9 @@ BEFORE = {
             "--n-boot --seed --per-class --fit --fit-seed --scores-output --param "
             "--shots-nonmembers --shots-members --reference --n-shots --reference-fraction --helper-seed --device "
             "--dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
+    "extract": "--model --input --output --summary --prefix --suffix --stride --top-k --temperature --text-column --bos "
+               "--device --dtype --allow-pickle --trust-remote-code",
+    "compare": "FIRST SECOND --by --n-boot --seed",
     "heatmap": "--model --input --output --methods --k --bos --scale --param --device --dtype --allow-pickle "
                "--trust-remote-code",
     "dataset-inference": "--model --suspect --validation --output --text-column --shuffles --seed --alpha --max-train "
@@ -36,7 +41,7 @@ BEFORE = {
                          "--allow-pickle --trust-remote-code",
     "datasets": "",
     "methods": "--model --device --dtype --allow-pickle --trust-remote-code",
-    "audit-books": "--model --calibration --books --output-dir --method --k --param --freq --snippet-words "
+    "audit-books": "--model --calibration --books --output-dir --pdf --method --k --param --freq --snippet-words "
                    "--max-snippets-per-book --rule --target-fpr --bos --seed --n-boot --store --job-id --batch-snippets "
                    "--device --dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
     "audit-online": "--model --input --output --window --stride --method --k --label-column --text-column --bos "
