@@ -9,14 +9,33 @@ stride is shorter than the suffix), not the number of windows (Wilson interval a
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
 
+import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
+from ..extract import ExtractionSettings, extract_texts
 from ..extract.result import THRESHOLDS, ExtractionResult
+from ..model.language_model import LanguageModel
 
 #: Characters of a book's longest extractable passage quoted in tables and reports (the rest is elided).
 QUOTE_CHARS = 400
+#: Stretches of a book in its strip (the paper's figures: max p_z along the book).
+STRIP_BINS = 200
+#: Roles of the books an extraction pass covers, in report order.
+ROLES = ("audited", "calibration member", "calibration non-member")
+
+
+@dataclass
+class ExtractionEvidence:
+    """What an audit's extraction pass found: one row per book (`book_row` plus `role`), and each book's strip
+    (`STRIP_BINS` maxima of log10 p_z along it, −inf where no window reaches)."""
+
+    settings: ExtractionSettings
+    table: pd.DataFrame
+    strips: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def independent_blocks(n_windows: int, stride: int, suffix: int) -> int:
@@ -89,3 +108,38 @@ def finding(row: dict) -> str:
     return (f"No window is extractable with probability ≥ 0.5 ({highest}, over "
             f"{row['extraction_windows']:,} windows); the model does not reproduce this text verbatim under the "
             "sampling scheme tested, which does not show it was not trained on it.")
+
+
+def strip(result: ExtractionResult, bins: int = STRIP_BINS) -> np.ndarray:
+    """The highest log10 p_z in each of `bins` equal stretches of the text's characters (−inf: none reached)."""
+    chars = result.char_max_log10_pz()
+    out = np.full(bins, -np.inf)
+    if len(chars):
+        edges = np.linspace(0, len(chars), bins + 1).astype(np.int64)
+        for i in range(bins):
+            if edges[i + 1] > edges[i]:
+                out[i] = chars[edges[i] : edges[i + 1]].max()
+    return out
+
+
+def extraction_evidence(lm: LanguageModel, books: Iterable[tuple[str, str, str]], settings: ExtractionSettings, *,
+                        ci: float = 0.95, progress: Callable[[int, int], None] | None = None) -> ExtractionEvidence:
+    """Extraction over each (name, role, text) book, one book at a time (its windows, then only its row and strip are
+    kept); results are cached per book, so a run stopped midway redoes only the books not finished."""
+    rows, strips = [], {}
+    for name, role, text in books:
+        result = extract_texts(lm, [text], settings, progress=progress)[0]
+        rows.append({**book_row(name, result, ci), "role": role})
+        strips[name] = strip(result)
+    return ExtractionEvidence(settings, pd.DataFrame(rows), strips)
+
+
+def csv_frame(evidence: ExtractionEvidence) -> pd.DataFrame:
+    """extraction.csv: one row per book, each interval as two columns (…_ci_low, …_ci_high)."""
+    table = evidence.table.copy()
+    for column in [c for c in table.columns if c.endswith("_ci")]:
+        table[column + "_low"] = [v[0] for v in table[column]]
+        table[column + "_high"] = [v[1] for v in table[column]]
+        table = table.drop(columns=column)
+    first = ["book", "role", "extraction_windows"]
+    return table[first + [c for c in table.columns if c not in first]]

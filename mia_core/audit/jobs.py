@@ -30,6 +30,7 @@ from ..runs.store import PlanMismatch, ResultsStore, RunRecord, plan_difference
 from ..scoring import score_table
 from ..version import code_version
 from .books import analyse_books
+from .extraction import ExtractionEvidence
 from .calibration import Calibration, calibrate
 from .snippets import book_snippets
 from .sources import Book, Problem, problem_rows
@@ -79,6 +80,8 @@ class AuditResult:
     snippets: pd.DataFrame
     problems: pd.DataFrame
     store: ResultsStore | None = None
+    #: The extraction pass's evidence about the model (`mia audit-books --extraction`), or None.
+    extraction: ExtractionEvidence | None = None
 
     def texts(self, ids: Sequence[str]) -> pd.Series:
         """The texts of these snippets, indexed by snippet id, in the order asked."""

@@ -59,6 +59,10 @@ def reproduce_command(result: AuditResult) -> str:
     if settings.rule == "fpr":
         args += ["--target-fpr", f"{settings.target_fpr:g}"]
     args += ["--seed", str(settings.seed), "--n-boot", str(settings.n_boot), "--job-id", run["run_id"]]
+    if result.extraction is not None:
+        x = result.extraction.settings
+        args += ["--extraction", "--prefix", str(x.prefix), "--suffix", str(x.suffix), "--stride", str(x.stride),
+                 "--top-k", str(x.top_k), "--temperature", f"{x.temperature:g}"]
     return shlex.join(args) + " --calibration CALIBRATION --books BOOKS --output-dir OUT"
 
 

@@ -27,6 +27,8 @@ from .calibration import BOOK_RATE_INTERVAL, PREVALENCE_INTERVAL, RATE_INTERVAL,
 from .figures import VERDICT_COLOURS, books_figure, calibration_figure
 from .jobs import AuditResult, AuditSettings
 from .pdf import PRINT_STYLE, html_to_pdf
+from .extraction import csv_frame as extraction_csv
+from .extraction_report import extraction_section, strip_figure
 from .plain_words import paragraphs_html
 from .print_figures import books_chart_html, calibration_chart_html
 from .provenance import provenance_html
@@ -93,6 +95,7 @@ def report_html(result: AuditResult, lm: LanguageModel | None = None, *, printed
         provenance_html(result, lm),
         _calibration_section(result, printed),
         _books_section(result, printed),
+        _extraction_section(result, printed),
         _limits_section(result),  # what the evidence cannot show, before pages of snippet text
         _problems_section(result),
         _snippets_section(result, flagged, lm),
@@ -123,11 +126,16 @@ def write_report(result: AuditResult, output_dir: str | Path, lm: LanguageModel 
     printed = report_pdf(result, lm) if pdf else None
     if printed is not None:
         paths["pdf"] = out / "report.pdf"
-    with atomic_outputs(list(paths.values())) as (report_tmp, books_tmp, snippets_tmp, *pdf_tmp):
-        report_tmp.write_text(page, encoding="utf-8")
-        _write_csv_files(result, books_tmp, snippets_tmp)
-        for path in pdf_tmp:
-            path.write_bytes(printed)
+    if result.extraction is not None:
+        paths["extraction"] = out / "extraction.csv"
+    with atomic_outputs(list(paths.values())) as temps:
+        files = dict(zip(paths, temps))
+        files["report"].write_text(page, encoding="utf-8")
+        _write_csv_files(result, files["books"], files["snippets"])
+        if printed is not None:
+            files["pdf"].write_bytes(printed)
+        if result.extraction is not None:
+            to_csv_safe(extraction_csv(result.extraction), files["extraction"])
     return paths
 
 
@@ -265,6 +273,14 @@ def snippet_heatmap(lm: LanguageModel, text: str, settings: AuditSettings, eleme
 def _has_heatmap(spec: MethodSpec) -> bool:
     """Whether the method's token scores come from the target's statistics alone (lowercase, dc_pdd… need more)."""
     return spec.token_level and spec.stats_only
+
+
+def _extraction_section(result: AuditResult, printed: bool) -> str:
+    """Verbatim extraction, when the audit ran it: the strip chart on screen (in print, the table and findings)."""
+    if result.extraction is None:
+        return ""
+    figure = "" if printed else _figure(strip_figure(result.extraction), "extraction-strip")
+    return extraction_section(result.extraction, figure)
 
 
 def _problems_section(result: AuditResult) -> str:

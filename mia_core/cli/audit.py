@@ -7,10 +7,12 @@ from typing import List, Optional
 import typer
 
 from ..audit.calibration import RULES
+from ..audit.extraction import extraction_evidence, finding
 from ..audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from ..audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
 from ..audit.report import write_report
 from ..audit.sources import read_audit_inputs
+from ..extract import ExtractionSettings
 from ..limits import is_run_id
 from ..methods import get_method
 from ..model.options import ModelOptions, ModelRef
@@ -57,6 +59,15 @@ def audit_books_cmd(
                                          "model, method, settings and texts, so re-running resumes); a named job "
                                          "whose model, scoring settings or texts changed is refused"),
     batch_snippets: int = typer.Option(16, "--batch-snippets", help="snippets scored and committed per batch"),
+    extraction: bool = typer.Option(False, "--extraction", help="also test verbatim extraction along every book "
+                                    "(audited and calibration): evidence about the model, reported apart from "
+                                    "membership; costs (prefix+suffix)/stride forward tokens per book token"),
+    prefix: int = typer.Option(50, "--prefix", help="with --extraction: tokens the model is given per window"),
+    suffix: int = typer.Option(50, "--suffix", help="with --extraction: tokens it must reproduce"),
+    stride: int = typer.Option(10, "--stride", help="with --extraction: tokens between window starts (50: every "
+                               "suffix token once, 2× the book's tokens)"),
+    top_k: int = typer.Option(40, "--top-k", help="with --extraction: top-k sampling's k"),
+    temperature: float = typer.Option(1.0, "--temperature", help="with --extraction: sampling temperature"),
     options: ModelOptions = ModelOptions(),
     backend: Backend = Backend(),
 ) -> None:
@@ -76,6 +87,10 @@ def audit_books_cmd(
         fail("--snippet-words, --batch-snippets and --max-snippets-per-book must be at least 1")
     if pdf and PDF_UNAVAILABLE:  # said before any scoring, not after an hour of it
         fail(f"--pdf: {PDF_UNAVAILABLE}")
+    try:
+        extraction_settings = ExtractionSettings(prefix, suffix, stride, top_k, temperature, bos) if extraction else None
+    except ValueError as err:
+        fail(str(err))
     params = {"k": k} if "k" in spec.param_names else {}
     params.update(parse_params(param, [method]))
     spec.make_params(**params)  # rejects bad values early
@@ -104,6 +119,9 @@ def audit_books_cmd(
     except WorkerError as err:
         fail(f"job {run_id}: {err}")
     result = audit_result(results, run_id, settings)
+    if extraction_settings is not None:
+        result.extraction = extraction_evidence(lm, extraction_books(inputs), extraction_settings, ci=settings.ci,
+                                                progress=progress_bar("extraction (distinct windows)", "windows"))
     paths = write_report(result, output_dir, lm, pdf=pdf)
     cal = result.calibration
     echo(f"calibration: AUROC {cal.auroc:.3f} [{cal.auroc_ci[0]:.3f}, {cal.auroc_ci[1]:.3f}], threshold "
@@ -113,4 +131,14 @@ def audit_books_cmd(
     for row in result.books.itertuples():
         echo(f"{one_line(row.book)[:40]:40s} {row.n_snippets:5d} snippets  rate {row.rate:6.1%}  prevalence {row.prevalence:6.1%} "
                    f"[{row.prevalence_lo:.0%}, {row.prevalence_hi:.0%}]  p_adj {row.p_adj:.2g}\n    {row.verdict}")
+    if result.extraction is not None:
+        for row in result.extraction.table.to_dict("records"):
+            echo(f"{one_line(row['book'])[:40]:40s} ({row['role']}) extraction: {finding(row)}")
     echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)
+
+
+def extraction_books(inputs) -> list[tuple[str, str, str]]:
+    """(name, role, text) of every audited, then every calibration book, for the extraction pass."""
+    roles = {1: "calibration member", 0: "calibration non-member"}
+    return [(b.name, "audited", b.text) for b in inputs.books] + \
+        [(b.name, roles[b.label], b.text) for b in inputs.calibration]

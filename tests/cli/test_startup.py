@@ -22,7 +22,7 @@ from tests.support.cli_runner import run_cli
 #: (`methods --model` lists what a model allows); GDS named nowhere: `eval --fit/--fit-seed` fits every chosen
 #: supervised method (`--param max_tokens=…`), `mia fit --method` replaces `gds fit`, `gds eval` is `eval --fit`;
 #: `mia compare` added (issue 29: two runs' scores as a paired test); `mia extract` added (issue 26: extraction);
-#: `audit-books --pdf` (issue 29: the report as PDF).
+#: `audit-books --pdf` (issue 29: the report as PDF) and `--extraction` with its window settings (issue 26).
 BEFORE = {
     "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --param "
              "--shots-nonmembers --shots-members --reference --device --dtype --allow-pickle --trust-remote-code "
@@ -43,7 +43,7 @@ BEFORE = {
     "methods": "--model --device --dtype --allow-pickle --trust-remote-code",
     "audit-books": "--model --calibration --books --output-dir --pdf --method --k --param --freq --snippet-words "
                    "--max-snippets-per-book --rule --target-fpr --bos --seed --n-boot --store --job-id --batch-snippets "
-                   "--device --dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
+                   "--extraction --prefix --suffix --stride --top-k --temperature --device --dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
     "audit-online": "--model --input --output --window --stride --method --k --label-column --text-column --bos "
                     "--device --dtype --allow-pickle --trust-remote-code",
     "audit-unlearning": "--original --unlearned --input --output --chunk-words --method --k --band --text-column --bos "
