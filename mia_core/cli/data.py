@@ -74,6 +74,9 @@ def demo_build(
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="default: assets/demo-known (the committed copy)"),
     epochs: int = typer.Option(4, "--epochs", help="passes of LoRA training over the member texts"),
     lr: float = typer.Option(1e-3, "--lr", help="learning rate of the LoRA training"),
+    traps: bool = typer.Option(False, "--traps", help="build demo-traps instead (default folder assets/demo-traps): "
+                               "the same members plus trap passages seen 1, 10 and 100 times (extraction's ground "
+                               "truth)"),
 ) -> None:
     """Rebuild the demo-known adapter from scratch: seeded split, LoRA training on members, manifest."""
     steps = progress_bar("training LoRA on member texts", "steps")
@@ -81,7 +84,8 @@ def demo_build(
     def progress(step: int, total: int, loss: float) -> None:
         steps(step, total, note=f"loss {loss:.3f}")
 
-    record = build_demo(output_dir, seed=seed, settings=LoraSettings(seed=seed, epochs=epochs, lr=lr), progress=progress)
+    record = build_demo(output_dir, seed=seed, settings=LoraSettings(seed=seed, epochs=epochs, lr=lr), progress=progress,
+                        traps=traps)
     echo(json.dumps(record, indent=1))
 
 

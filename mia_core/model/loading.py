@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import torch
 
 from ..paths import cache_root
-from .builtin import DEMO_KNOWN_NAME, DEMO_NAME, DEMO_PACKAGE, demo_known_dir
+from .builtin import DEMO_KNOWN_NAME, DEMO_NAME, DEMO_PACKAGE, DEMO_TRAPS_NAME, demo_known_dir, demo_traps_dir
 from .identity import file_sha256, tokenizer_fingerprint
 from .language_model import LanguageModel
 from .lora import attach_adapter
@@ -60,9 +60,10 @@ def load_model(
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if spec == "demo-known":
+    if spec in ("demo-known", "demo-traps"):
         base = load_model("demo", device, dtype, max_length=max_length)
-        return attach_adapter(base, demo_known_dir(), name=DEMO_KNOWN_NAME, spec="demo-known")
+        folder, name = (demo_known_dir(), DEMO_KNOWN_NAME) if spec == "demo-known" else (demo_traps_dir(), DEMO_TRAPS_NAME)
+        return attach_adapter(base, folder, name=name, spec=spec)
     device_t = resolve_device(device)
     dtype_t = resolve_dtype(dtype, device_t)
     if spec == "demo":
