@@ -161,7 +161,7 @@ def _derive_run_id(fingerprint: str, settings: AuditSettings, frame: pd.DataFram
 
 def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: LanguageModel | None = None,
                 progress: Progress | None = None, backend: str = "local", ray_address: str | None = None,
-                ray_options: RayOptions | None = None) -> int:
+                ray_options: RayOptions | None = None, first_batch: int | None = None) -> int:
     """Score every pending snippet of the run, committing each batch; returns how many were computed now.
 
     model : which model scores and how it is loaded: here (local backend) or by each Ray worker, which checks
@@ -169,6 +169,8 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
     lm : `model` already loaded in this process, for the local backend (else it is loaded here).
     backend : "local" (this process) or "ray" (model actors on a Ray cluster, see `mia_core.runs.ray_driver`;
         `ray_address` picks the cluster). Both commit every batch to the store as soon as it is scored.
+    first_batch : snippets in the first local batch (default: the settings' `batch_snippets`); each later batch
+        doubles, up to `batch_snippets`, so a small first batch shows a first result soon (`timing.first_batch_size`).
     Raises `WorkerError` when Ray batches still fail after their retry: the run is then marked
     failed, everything finished stays stored, and running it again retries the rest.
     """
@@ -204,7 +206,8 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
         return ""
 
     try:
-        failed = _score_claimed(store, run_id, session, None if backend == "ray" else settings.batch_snippets, score)
+        sizes = None if backend == "ray" else batch_sizes(first_batch or settings.batch_snippets, settings.batch_snippets)
+        failed = _score_claimed(store, run_id, session, sizes, score)
     except BaseException as err:
         store.set_status(run_id, "interrupted", f"{type(err).__name__}: {err}"[:500])
         raise
@@ -217,24 +220,39 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
     return written
 
 
-def _score_claimed(store: ResultsStore, run_id: str, session: str, limit: int | None,
+def batch_sizes(first: int, normal: int) -> Iterator[int]:
+    """Snippets per batch: `first`, then doubling up to `normal`, then `normal` (a small first batch, then full ones)."""
+    if first < 1 or normal < 1:
+        raise ValueError(f"batch sizes must be at least 1 (got first {first}, normal {normal})")
+    size = min(first, normal)
+    while True:
+        yield size
+        size = min(2 * size, normal)
+
+
+def _score_claimed(store: ResultsStore, run_id: str, session: str, sizes: Iterator[int] | None,
                    score: Callable[[list[str]], str]) -> str:
-    """Read the pending snippets, claim them `limit` at a time (None: all) and score what was claimed (storing a
-    batch releases its claims); again until the run is scored, waiting while another live process holds the
-    rest (its claims lapse when it dies). A message if some failed on Ray."""
+    """Read the pending snippets, claim them a batch at a time (`sizes`; None: all at once) and score what was claimed
+    (storing a batch releases its claims; a batch size is used up only by a batch scored); again until the run is
+    scored, waiting while another live process holds the rest (its claims lapse when it dies). A message if some
+    failed on Ray."""
+    step = None if sizes is None else next(sizes)
     while True:
         pending = store.pending_ids(run_id)["snippet_id"].tolist()
         if not pending:
             return ""
-        step, claimed_any = limit or len(pending), False
-        for start in range(0, len(pending), step):
-            ids = store.claim_snippets(run_id, session, pending[start:start + step])
+        start, claimed_any = 0, False
+        while start < len(pending):
+            end = len(pending) if step is None else start + step
+            ids = store.claim_snippets(run_id, session, pending[start:end])
+            start = end
             if not ids:
                 continue
             claimed_any = True
             failed = score(ids)  # storing the scores releases their claims (`ResultsStore.write_scores`)
             if failed:
                 return failed
+            step = None if sizes is None else next(sizes)
         if not claimed_any:
             time.sleep(CLAIM_POLL_S)
 
