@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator, Sequence
@@ -29,6 +28,7 @@ from ..runs.ray_driver import RayOptions, WorkerError
 from ..runs.store import PlanMismatch, ResultsStore, RunRecord, plan_difference
 from ..scoring import score_table
 from ..version import code_version
+from .batches import batch_sizes, score_claimed
 from .books import analyse_books
 from .calibration import Calibration, calibrate
 from .snippets import book_snippets
@@ -38,8 +38,6 @@ KIND = "book-audit"
 #: Snippet texts fetched per query when a whole table with texts is written (snippets.csv): about 60 MB of text
 #: at 512-word snippets, so exporting 10^6 snippets never holds more than one chunk of texts.
 TEXT_CHUNK_ROWS = 20_000
-#: Seconds between two looks at a run whose pending snippets another live process has claimed (see `runs.claims`).
-CLAIM_POLL_S = 2.0
 Progress = Callable[[int, int], None]
 
 
@@ -207,7 +205,7 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
 
     try:
         sizes = None if backend == "ray" else batch_sizes(first_batch or settings.batch_snippets, settings.batch_snippets)
-        failed = _score_claimed(store, run_id, session, sizes, score)
+        failed = score_claimed(store, run_id, session, sizes, score)
     except BaseException as err:
         store.set_status(run_id, "interrupted", f"{type(err).__name__}: {err}"[:500])
         raise
@@ -218,43 +216,6 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
         raise WorkerError(failed)
     store.set_status(run_id, "scored", f"{total} of {total} snippets scored")
     return written
-
-
-def batch_sizes(first: int, normal: int) -> Iterator[int]:
-    """Snippets per batch: `first`, then doubling up to `normal`, then `normal` (a small first batch, then full ones)."""
-    if first < 1 or normal < 1:
-        raise ValueError(f"batch sizes must be at least 1 (got first {first}, normal {normal})")
-    size = min(first, normal)
-    while True:
-        yield size
-        size = min(2 * size, normal)
-
-
-def _score_claimed(store: ResultsStore, run_id: str, session: str, sizes: Iterator[int] | None,
-                   score: Callable[[list[str]], str]) -> str:
-    """Read the pending snippets, claim them a batch at a time (`sizes`; None: all at once) and score what was claimed
-    (storing a batch releases its claims; a batch size is used up only by a batch scored); again until the run is
-    scored, waiting while another live process holds the rest (its claims lapse when it dies). A message if some
-    failed on Ray."""
-    step = None if sizes is None else next(sizes)
-    while True:
-        pending = store.pending_ids(run_id)["snippet_id"].tolist()
-        if not pending:
-            return ""
-        start, claimed_any = 0, False
-        while start < len(pending):
-            end = len(pending) if step is None else start + step
-            ids = store.claim_snippets(run_id, session, pending[start:end])
-            start = end
-            if not ids:
-                continue
-            claimed_any = True
-            failed = score(ids)  # storing the scores releases their claims (`ResultsStore.write_scores`)
-            if failed:
-                return failed
-            step = None if sizes is None else next(sizes)
-        if not claimed_any:
-            time.sleep(CLAIM_POLL_S)
 
 
 def _score_on_ray(run: dict, model: ModelRef, batches: list[pd.Series], settings: AuditSettings, commit,
