@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +41,9 @@ REFERENCE_COLOUR, TEXT_COLOUR = "#8c9bab", "#d62728"
 NONE, DEMO, TEXTS, SAVED = ("None", "The demo's known non-members", "Upload known non-members",
                             "Upload a saved reference set")
 #: Where a scored reference set is kept, in words (no server path is shown to visitors).
-KEPT = ("Reference scores are scored once per model and setting and kept in this server's MIA Lens cache "
-        "(`references/` under `$MIA_LENS_CACHE`, by default `~/.cache/mia-lens`): later texts and later sessions reuse "
-        "them; a new model, setting or code version scores them again.")
+KEPT = ("The known non-members' scores are computed once per model and setting and kept in this server's MIA Lens "
+        "cache (`references/` under `$MIA_LENS_CACHE`, by default `~/.cache/mia-lens`): later texts and later sessions "
+        "reuse them; another model, setting or code version scores them again.")
 
 
 def plain(text: str) -> str:
@@ -50,7 +51,7 @@ def plain(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~])", r"\\\1", text)
 
 
-def scored_reference(spec: str, texts: list[str], source: str, methods: list[str], k: float | None, bos: str,
+def scored_reference(spec: str, texts: Sequence[str], source: str, methods: list[str], k: float | None, bos: str,
                      params: dict, what: str, cost: int = 0) -> ReferenceSet:
     """The reference set of `texts` under this model and setting: kept from an earlier text or session, else scored
     in its turn in the server's line, a progress bar showing texts done and the ETA, then kept."""

@@ -7,6 +7,7 @@ dataset inference or a check that p-values of non-members are uniform).
 from __future__ import annotations
 
 import datetime
+from functools import lru_cache
 from typing import Callable, Sequence
 
 import numpy as np
@@ -73,10 +74,12 @@ def demo_split(seed: int = DEMO_SEED, share: float = DEMO_SHARE) -> tuple[pd.Dat
     return nonmembers[chosen].reset_index(drop=True), nonmembers[~chosen].reset_index(drop=True)
 
 
-def demo_texts() -> tuple[list[str], str]:
-    """The demo reference set's texts (a seeded half of the demo-wiki non-members) and the words naming them."""
+@lru_cache(maxsize=1)
+def demo_texts() -> tuple[tuple[str, ...], str]:
+    """The demo reference set's texts (a seeded half of the demo-wiki non-members) and the words naming them (read
+    once per process: a page asks on every rerun)."""
     reference, held_out = demo_split()
-    return reference["text"].tolist(), (f"demo-wiki non-members, seeded half ({len(reference)} of "
+    return tuple(reference["text"]), (f"demo-wiki non-members, seeded half ({len(reference)} of "
                                         f"{len(reference) + len(held_out)}; Wikipedia leads held out from "
                                         "demo-known's training)")
 

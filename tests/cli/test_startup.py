@@ -101,6 +101,30 @@ def test_help_imports_no_model_library_and_lists_every_command():
     assert "<bool>" not in shown
 
 
+METHODS_THEN_MODULES = """
+import contextlib, io, sys
+sys.argv = ["mia", "methods"]
+from mia_core.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    main()
+print(" ".join(m for m in ("torch", "transformers", "pandas", "scipy.stats", "wordfreq", "mia_core.model.language_model")
+               if m in sys.modules))
+print(out.getvalue(), end="")
+"""
+
+
+def test_methods_lists_the_registry_without_a_model_library():
+    done = subprocess.run([sys.executable, "-c", METHODS_THEN_MODULES], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded, _, listed = done.stdout.partition("\n")
+    assert loaded == ""  # the declarations load no engine (mia_core.deferred)
+    from mia_core.cli.methods import method_lines
+    from mia_core.methods import METHODS
+    assert listed == "".join("\n".join(method_lines(spec)) + "\n" for spec in METHODS.values())
+    names = [line.split()[0] for line in listed.splitlines() if not line.startswith(" ")]
+    assert names == list(METHODS) and len(names) > 10  # every registered method, each once
+
+
 def test_import_mia_core_is_light_and_its_names_load_on_use():
     code = ("import sys, mia_core; light = 'torch' not in sys.modules; "
             "from mia_core import METHODS, score_texts, datasets; "
