@@ -45,6 +45,8 @@ def build_reference(lm: LanguageModel, texts: Sequence[str], methods: Sequence[s
         raise ValueError("the reference texts contain duplicates; each known non-member must appear once")
     params = dict(params or {})
     clock = TextsClock(len(texts), on_texts) if on_texts is not None else None
+    if clock is not None:  # "0 of 120 texts" as the pass starts: its first batch may take a while on a CPU
+        on_texts(clock.progress())
 
     def fed(done: int, total: int) -> None:
         if progress is not None:

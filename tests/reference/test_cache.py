@@ -74,6 +74,7 @@ def test_building_reports_every_text_once_with_the_same_scores(llama_lm):
     texts = random_texts(9, seed=2)
     seen: list[TextsProgress] = []
     ref = build_reference(llama_lm, texts, ["loss", "min_k"], k=0.5, on_texts=seen.append)
+    assert (seen[0].done, seen[0].total, seen[0].eta_s) == (0, 9, None)  # "0 of 9 texts" as the pass starts
     assert sorted({p.done for p in seen} - {0}) == list(range(1, len(texts) + 1))  # each text counted once
     assert [p.done for p in seen] == sorted(p.done for p in seen)
     assert seen[-1].done == seen[-1].total == 9 and seen[-1].eta_s == 0.0
