@@ -11,7 +11,7 @@ from mia_core.inputs.limits import MAX_ZIP_ENTRIES
 from mia_core.inputs.tables import InputError
 from mia_core.limits import MAX_UPLOAD_FILES, MAX_UPLOAD_SET_BYTES, is_run_id
 from mia_core.model.options import ModelRef
-from ui.audit_progress import cost_estimate_ui, progress_ui, results_store, runs_ui
+from ui.audit_progress import cost_estimate_ui, first_batch, progress_ui, results_store, runs_ui
 from ui.audit_results import results_ui
 from ui.jobs import job_state, public_message, session_folder, start_scoring
 from ui.models import cached_model, pick_one_method
@@ -92,7 +92,7 @@ def start(spec: str, calibration, books, settings: AuditSettings) -> None:
     except ValueError as err:
         st.error(public_message(str(err)))
         return
-    start_scoring(results_store(), run_id, lm)
+    start_scoring(results_store(), run_id, lm, first_batch(run_id, lm))
     st.session_state["audit_run_id"] = run_id
 
 
@@ -137,7 +137,8 @@ if run_id:
         progress_ui(run_id)
         job = job_state(run_id)
         if (job is None or not job.thread.is_alive()) and st.button("Resume scoring here", key="audit_resume"):
-            start_scoring(results_store(), run_id, cached_model(results_store().run(run_id)["model"]))
+            lm = cached_model(results_store().run(run_id)["model"])
+            start_scoring(results_store(), run_id, lm, first_batch(run_id, lm))
             st.rerun()
     else:
         results_ui(run_id, settings)

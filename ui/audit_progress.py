@@ -10,16 +10,18 @@ from mia_core.audit.jobs import AuditSettings
 from mia_core.audit.source_sizes import BYTES_PER_WORD, estimated_words
 from mia_core.audit.sources import DEMO_SETS, Source, read_books, read_calibration
 from mia_core.audit.timing import (
-    ModelSpeed, about, audit_seconds, measure_speed, progress_line, snippet_count, snippet_tokens,
+    ModelSpeed, about, audit_seconds, first_batch_size, measure_speed, progress_line, snippet_count, snippet_tokens,
 )
 from mia_core.inputs.tables import InputError
 from mia_core.runs.store import ResultsStore, default_store_path
+from mia_core.runs.store_db import now
 from ui.jobs import freeze_once, job_state, latest_job, public_message, running_jobs, waiting_message
 from ui.model_work import model_turn
 from ui.models import LOADED, cached_model
 
-#: Seconds between two reads of a running job's progress from the store (it changes once per committed batch; each
-#: read reruns a fragment, and every rerun costs the scoring thread some CPU: 2 s measured 1.25× the CLI's time).
+#: Seconds between two reads of a running job's progress from the store (the elapsed time and the ETA count on between
+#: batches; each read reruns a fragment, and every rerun costs the scoring thread some CPU: 2 s measured 1.25× the
+#: CLI's time).
 POLL_S = 5.0
 RUNS_COLUMNS = ["run_id", "status", "message", "model", "method", "backend", "n_scored", "n_snippets", "updated_at"]
 
@@ -84,7 +86,8 @@ def progress_ui(run_id: str) -> None:
     progress = results_store().run_progress(run_id)
     alive = job is not None and job.thread.is_alive()
     analysing = " · analysing" if alive and progress.scored == progress.planned else ""
-    st.progress(progress.scored / max(progress.planned, 1), text=f"Run {run_id}: {progress_line(progress)}{analysing}")
+    line = progress_line(progress, now())  # elapsed and ETA counted to now: they move between batches too
+    st.progress(progress.scored / max(progress.planned, 1), text=f"Run {run_id}: {line}{analysing}")
     if not alive and progress.scored == progress.planned:
         st.rerun()
     if not alive and progress.status == "interrupted":
@@ -101,6 +104,16 @@ def progress_ui(run_id: str) -> None:
 def model_speeds() -> dict[str, ModelSpeed]:
     """Each model's measured speed on this server (spec → `ModelSpeed`), measured once."""
     return {}
+
+
+def first_batch(run_id: str, lm) -> int:
+    """Snippets in the run's first batch: what its model's measured speed scores in `timing.FIRST_BATCH_S`, or 1 when
+    the speed was not measured on this server; later batches double up to the run's batch size."""
+    run = results_store().run(run_id)
+    settings, speed = AuditSettings(**run["config"]), model_speeds().get(run["model"])
+    if speed is None:
+        return 1
+    return first_batch_size(speed, settings.snippet_words, lm.max_length, settings.batch_snippets)
 
 
 def source_signature(source: Source) -> tuple:

@@ -2,13 +2,16 @@
 
 A raw score ("Min-K%++ = −1.19") means little alone; against a reference set of known non-members of
 the same kind it becomes "scores higher than 97% of 120 known non-members (p = 0.03)". The reference
-is the demo's built-in one, known non-members uploaded here (scored once, statistics cached), or a
-saved reference set (`mia reference build`) whose model and settings must match the page's.
+is the demo's built-in one, known non-members uploaded here, or a saved reference set (`mia reference
+build`) whose model and settings must match the page's. The first two are scored once per model and
+setting, with a progress bar and an ETA, and kept in the cache (`mia_core.reference.cache`): later texts
+and later sessions reuse them.
 """
 from __future__ import annotations
 
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +24,13 @@ from mia_core.inputs.tables import InputError, read_texts
 from mia_core.limits import check_request_cost
 from mia_core.model.builtin import BUILTIN_NAMES
 from mia_core.model.identity import text_sha256
+from mia_core.names import shown_name
 from mia_core.reference import (
-    ReferenceSet, build_reference, check_model, compare, demo_reference, in_words, load_reference, setting_conflicts,
+    ReferenceSet, TextsProgress, cached_reference, check_demo_model, check_model, compare, demo_texts, in_words,
+    kept_reference, load_reference, setting_conflicts,
 )
 from ui.helpers import UPLOAD_TYPES, read_upload
-from ui.model_work import model_slot, queued
+from ui.model_work import model_turn
 from ui.models import cached_model
 from ui.work_estimate import count_tokens, device_type, request_passes
 
@@ -35,6 +40,10 @@ MAX_REFERENCE_TEXTS = 1000
 REFERENCE_COLOUR, TEXT_COLOUR = "#8c9bab", "#d62728"
 NONE, DEMO, TEXTS, SAVED = ("None", "The demo's known non-members", "Upload known non-members",
                             "Upload a saved reference set")
+#: Where a scored reference set is kept, in words (no server path is shown to visitors).
+KEPT = ("The known non-members' scores are computed once per model and setting and kept in this server's MIA Lens "
+        "cache (`references/` under `$MIA_LENS_CACHE`, by default `~/.cache/mia-lens`): later texts and later sessions "
+        "reuse them; another model, setting or code version scores them again.")
 
 
 def plain(text: str) -> str:
@@ -42,24 +51,27 @@ def plain(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~])", r"\\\1", text)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def cached_demo_reference(spec: str, methods: tuple[str, ...], k: float | None, bos: str,
-                          params: tuple = ()) -> ReferenceSet:
-    """The demo's built-in reference set under one setting (`params`: other parameters as pairs), scored once per
-    server, in its turn in the server's line."""
+def scored_reference(spec: str, texts: Sequence[str], source: str, methods: list[str], k: float | None, bos: str,
+                     params: dict, what: str, cost: int = 0) -> ReferenceSet:
+    """The reference set of `texts` under this model and setting: kept from an earlier text or session, else scored
+    in its turn in the server's line, a progress bar showing texts done and the ETA, then kept."""
     lm = cached_model(spec)
-    with model_slot() as progress:
-        return demo_reference(lm, list(methods), k=k, bos=bos, params=dict(params), progress=progress)
+    setting = {"k": k, "bos": bos, "params": params, "source": source}
+    kept = kept_reference(lm, texts, methods, **setting)
+    if kept is not None:
+        return kept
+    name = plain(shown_name(spec))
+    bar = st.progress(0.0, text=f"Scoring the reference set for {name}: waiting for the model …")
 
+    def show(progress: TextsProgress) -> None:
+        bar.progress(progress.done / max(progress.total, 1),
+                     text=f"Scoring the reference set for {name}: {progress.words()} — done once per model, then "
+                          "cached")
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def cached_text_reference(spec: str, texts: tuple[str, ...], source: str, methods: tuple[str, ...], k: float | None,
-                          bos: str, params: tuple = ()) -> ReferenceSet:
-    """A reference set built from uploaded known non-members, scored once per server, in its turn in the line."""
-    lm = cached_model(spec)
-    with model_slot() as progress:
-        return build_reference(lm, list(texts), list(methods), k=k, bos=bos, source=source, params=dict(params),
-                               progress=progress)
+    with model_turn(what, cost) as check:  # another session may have scored it meanwhile: then it is read, not scored
+        reference = cached_reference(lm, texts, methods, progress=check, on_texts=show, **setting)
+    bar.empty()
+    return reference
 
 
 def reference_source_ui(spec: str | None) -> tuple[str, object]:
@@ -118,17 +130,20 @@ def resolve_reference(choice: tuple[str, object], spec: str, methods: list[str],
         return None
     try:
         if how == DEMO:
-            with st.spinner("Scoring the demo's known non-members once (later texts reuse them) …"):
-                return queued(lambda: cached_demo_reference(spec, tuple(methods), k, bos, tuple(params.items())),
-                              "Scoring the demo's known non-members")
+            check_demo_model(cached_model(spec))
+            texts, source = demo_texts()
+            reference = scored_reference(spec, texts, source, methods, k, bos, params,
+                                         "Scoring the demo's known non-members")
+            st.caption(KEPT)
+            return reference
         if how == TEXTS:
             texts, name = given
             cost = count_tokens(spec, texts, bos) * request_passes(methods)
             check_request_cost(cost, device_type(spec), f"Scoring {len(texts):,} known non-members")
-            with st.spinner(f"Scoring {len(texts):,} known non-members once …"):
-                return queued(lambda: cached_text_reference(spec, texts, name, tuple(methods), k, bos,
-                                                            tuple(params.items())),
-                              "Scoring uploaded known non-members", cost)
+            reference = scored_reference(spec, list(texts), name, methods, k, bos, params,
+                                         "Scoring uploaded known non-members", cost)
+            st.caption(KEPT)
+            return reference
         reference = given
         lm = cached_model(spec)
         check_model(reference, lm.fingerprint, lm.name)

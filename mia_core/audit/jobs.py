@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator, Sequence
@@ -29,6 +28,7 @@ from ..runs.ray_driver import RayOptions, WorkerError
 from ..runs.store import PlanMismatch, ResultsStore, RunRecord, plan_difference
 from ..scoring import score_table
 from ..version import code_version
+from .batches import batch_sizes, score_claimed
 from .books import analyse_books
 from .extraction import ExtractionEvidence
 from .calibration import Calibration, calibrate
@@ -39,8 +39,6 @@ KIND = "book-audit"
 #: Snippet texts fetched per query when a whole table with texts is written (snippets.csv): about 60 MB of text
 #: at 512-word snippets, so exporting 10^6 snippets never holds more than one chunk of texts.
 TEXT_CHUNK_ROWS = 20_000
-#: Seconds between two looks at a run whose pending snippets another live process has claimed (see `runs.claims`).
-CLAIM_POLL_S = 2.0
 Progress = Callable[[int, int], None]
 
 
@@ -164,7 +162,7 @@ def _derive_run_id(fingerprint: str, settings: AuditSettings, frame: pd.DataFram
 
 def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: LanguageModel | None = None,
                 progress: Progress | None = None, backend: str = "local", ray_address: str | None = None,
-                ray_options: RayOptions | None = None) -> int:
+                ray_options: RayOptions | None = None, first_batch: int | None = None) -> int:
     """Score every pending snippet of the run, committing each batch; returns how many were computed now.
 
     model : which model scores and how it is loaded: here (local backend) or by each Ray worker, which checks
@@ -172,6 +170,8 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
     lm : `model` already loaded in this process, for the local backend (else it is loaded here).
     backend : "local" (this process) or "ray" (model actors on a Ray cluster, see `mia_core.runs.ray_driver`;
         `ray_address` picks the cluster). Both commit every batch to the store as soon as it is scored.
+    first_batch : snippets in the first local batch (default: the settings' `batch_snippets`); each later batch
+        doubles, up to `batch_snippets`, so a small first batch shows a first result soon (`timing.first_batch_size`).
     Raises `WorkerError` when Ray batches still fail after their retry: the run is then marked
     failed, everything finished stays stored, and running it again retries the rest.
     """
@@ -207,7 +207,8 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
         return ""
 
     try:
-        failed = _score_claimed(store, run_id, session, None if backend == "ray" else settings.batch_snippets, score)
+        sizes = None if backend == "ray" else batch_sizes(first_batch or settings.batch_snippets, settings.batch_snippets)
+        failed = score_claimed(store, run_id, session, sizes, score)
     except BaseException as err:
         store.set_status(run_id, "interrupted", f"{type(err).__name__}: {err}"[:500])
         raise
@@ -218,28 +219,6 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
         raise WorkerError(failed)
     store.set_status(run_id, "scored", f"{total} of {total} snippets scored")
     return written
-
-
-def _score_claimed(store: ResultsStore, run_id: str, session: str, limit: int | None,
-                   score: Callable[[list[str]], str]) -> str:
-    """Read the pending snippets, claim them `limit` at a time (None: all) and score what was claimed (storing a
-    batch releases its claims); again until the run is scored, waiting while another live process holds the
-    rest (its claims lapse when it dies). A message if some failed on Ray."""
-    while True:
-        pending = store.pending_ids(run_id)["snippet_id"].tolist()
-        if not pending:
-            return ""
-        step, claimed_any = limit or len(pending), False
-        for start in range(0, len(pending), step):
-            ids = store.claim_snippets(run_id, session, pending[start:start + step])
-            if not ids:
-                continue
-            claimed_any = True
-            failed = score(ids)  # storing the scores releases their claims (`ResultsStore.write_scores`)
-            if failed:
-                return failed
-        if not claimed_any:
-            time.sleep(CLAIM_POLL_S)
 
 
 def _score_on_ray(run: dict, model: ModelRef, batches: list[pd.Series], settings: AuditSettings, commit,

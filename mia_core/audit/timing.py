@@ -1,15 +1,17 @@
 """How long a book audit takes: an estimate before it runs, and its progress with an ETA while it runs.
 
 The estimate is snippets × tokens per snippet × the model's seconds per token, the last measured once on
-this machine by a short pass over a fixed text (`measure_speed`). The ETA is read from the results store
-batch by batch (`runs.store.RunProgress`): the pace of the batches committed in this scoring session,
-times the snippets left; it changes when a batch lands, not with the clock.
+this machine by a short pass over a fixed text (`measure_speed`); the same speed sizes a run's first batch
+(`first_batch_size`) so its first result comes within `FIRST_BATCH_S`. The ETA is read from the results store
+(`runs.store.RunProgress`): the pace of the batches committed in this scoring session times the snippets
+left, counted down from the last batch by the clock, and the elapsed time runs with the clock too.
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable, Iterable
 
 from ..model.language_model import LanguageModel
@@ -23,6 +25,8 @@ TIMING_TEXT = (
     "and they stood by the rail with their baskets, talking about the weather, the price of seed and a neighbour's "
     "new roof. A schoolteacher sat apart with a book she did not read. By the time the town came into view, the sun "
     "had burned the mist off the hills, and the bells of the old church were ringing the hour.")
+#: Seconds the first batch of a page audit should take (its first result then shows within about this long).
+FIRST_BATCH_S = 20.0
 #: Tokens per text of the timing pass (two texts, after a short warm-up): about a second for a 135M model on a CPU.
 TIMING_TOKENS = 192
 
@@ -69,6 +73,13 @@ def audit_seconds(n_snippets: int, snippet_words: int, speed: ModelSpeed, contex
     return n_snippets * snippet_tokens(snippet_words, speed, context) * speed.seconds_per_token
 
 
+def first_batch_size(speed: ModelSpeed, snippet_words: int, context: int, normal: int,
+                     target_s: float = FIRST_BATCH_S) -> int:
+    """Snippets the first batch may hold to take about `target_s` at the measured speed: at least 1, at most `normal`."""
+    per_snippet = snippet_tokens(snippet_words, speed, context) * speed.seconds_per_token
+    return max(1, min(normal, int(target_s // per_snippet) if per_snippet > 0 else normal))
+
+
 def clock_text(seconds: float) -> str:
     """Seconds as m:ss, or h:mm:ss from an hour on (72 → "1:12", 3723 → "1:02:03")."""
     minutes, secs = divmod(int(round(seconds)), 60)
@@ -85,21 +96,26 @@ def about(seconds: float) -> str:
     return f"about {hours} h {minutes} min" if hours else f"about {minutes} min"
 
 
-def progress_line(progress: RunProgress) -> str:
-    """"32 of 60 snippets · 1:12 elapsed · about 1:05 left", as of the last committed batch.
+def progress_line(progress: RunProgress, now: datetime | None = None) -> str:
+    """"32 of 60 snippets · 1:12 elapsed · about 1:05 left", as of `now` (UTC, no time zone; default: the last batch).
 
-    The pace is that of this scoring session (snippets stored before it, by an earlier session, are not
-    counted), so a resumed run's ETA is not flattered by work it did not do.
+    Elapsed runs from the session's start to `now`, so it keeps ticking while a batch is scored. The pace is that of
+    this scoring session (snippets stored before it, by an earlier session, are not counted), so a resumed run's ETA
+    is not flattered by work it did not do; the time since the last batch is taken off the ETA (never below 0:00).
     """
     head = f"{progress.scored:,} of {progress.planned:,} snippets"
     new = progress.scored - progress.scored_before
     resumed = f" · {progress.scored_before:,} stored before (resumed)" if progress.scored_before else ""
     if progress.started_at is None:
         return head
-    if new <= 0 or progress.last_batch_at is None or progress.last_batch_at < progress.started_at:
-        return head + " · first batch in progress" + resumed
+    first = new <= 0 or progress.last_batch_at is None or progress.last_batch_at < progress.started_at
+    until = now if now is not None and progress.scored < progress.planned else progress.last_batch_at
+    elapsed = f" · {clock_text((until - progress.started_at).total_seconds())} elapsed" if until is not None else ""
+    if first:
+        return head + " · first batch in progress" + (elapsed if now is not None else "") + resumed
     spent = (progress.last_batch_at - progress.started_at).total_seconds()
-    line = f"{head} · {clock_text(spent)} elapsed"
+    line = head + elapsed
     if progress.scored < progress.planned:
-        line += f" · about {clock_text(spent / new * (progress.planned - progress.scored))} left"
+        since = max(0.0, (until - progress.last_batch_at).total_seconds())
+        line += f" · about {clock_text(max(0.0, spent / new * (progress.planned - progress.scored) - since))} left"
     return line + resumed

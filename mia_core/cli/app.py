@@ -31,7 +31,7 @@ COMMANDS = {
                                      "methods' scores, a linear model and a t-test over shuffles."),
     "datasets": LazyCommand("mia_core.cli.data", "List the built-in labelled sets (usable as --input of mia eval) and "
                             "the public hub benchmarks."),
-    "methods": LazyCommand("mia_core.cli.data", "List the available methods and what each needs."),
+    "methods": LazyCommand("mia_core.cli.methods", "List the available methods and what each needs."),
     "audit-books": LazyCommand("mia_core.cli.audit", "Audit books: contamination rate, prevalence and a test per book, "
                                "against calibration books."),
     "audit-online": LazyCommand("mia_core.cli.online", "Sliding-window (online) detection: a score for every window of "

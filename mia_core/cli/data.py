@@ -1,9 +1,9 @@
-"""`mia freq build`, `mia datasets`, `mia demo build`, `mia methods`: the data and methods a run can use."""
+"""`mia freq build`, `mia datasets`, `mia demo build`: the data a run can use (`mia methods`: `cli.methods`)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import List, Optional
 
 import typer
 
@@ -12,8 +12,6 @@ from ..demo.train import LoraSettings
 from ..inputs.benchmarks import BENCHMARKS
 from ..inputs.corpus import iter_corpus_texts
 from ..inputs.datasets import list_datasets as builtin_sets
-from ..api import MethodSpec
-from ..methods import METHODS, methods_allowed
 from ..methods.dc_pdd.frequency import build_frequency_table
 from ..model.options import ModelOptions
 from .app import fail
@@ -87,44 +85,3 @@ def demo_build(
     record = build_demo(output_dir, seed=seed, settings=LoraSettings(seed=seed, epochs=epochs, lr=lr), progress=progress,
                         traps=traps)
     echo(json.dumps(record, indent=1))
-
-
-@commands.command("methods")
-@option_groups
-def list_methods(
-    model: Optional[str] = typer.Option(None, "--model", help="list which methods this model allows, and why not the "
-                                        "others ('demo', a local folder, or a Hugging Face hub id)"),
-    options: ModelOptions = ModelOptions(),
-) -> None:
-    """List the available methods and what each needs."""
-    if model is not None:
-        lm = load(model, options)
-        echo("\n".join(allowed_lines(lm, f"{model} ({lm.name})" if lm.name != model else model)))
-        return
-    for spec in METHODS.values():
-        echo("\n".join(method_lines(spec)))
-
-
-def method_lines(spec: MethodSpec) -> list[str]:
-    """A method as `mia methods` lists it: label, what it reads of the model and needs, cost, summary, and each
-    parameter with its default and help (what `--param NAME=VALUE` sets)."""
-    pad = " " * 11
-    lines = [f"{spec.name:10s} {spec.label:19s} needs: {' + '.join(spec.needs)}",
-             f"{pad}access: {', '.join(spec.access_words())}; cost: {spec.cost}", f"{pad}{spec.summary}"]
-    for info in spec.param_infos:
-        lines.append(f"{pad}{f'--param {info.name}={info.default}':30s} {info.help}".rstrip())
-    if spec.supervised is not None:
-        lines.append(f"{pad}supervised: mia fit --method {spec.name} saves a fit (then --param "
-                     f"{spec.supervised.fits}=FOLDER), or mia eval --fit FRACTION fits it on a split")
-    return lines
-
-
-def allowed_lines(model: Any, name: str) -> list[str]:
-    """Which methods `model` (a `LanguageModel` or its `ModelAccess`) allows, and for each refused one why not."""
-    allowed = methods_allowed(model)
-    if not allowed.refused:
-        return [f"{name} allows every method ({len(allowed.allowed)}): {', '.join(allowed.allowed)}"]
-    lines = [f"{name} allows {len(allowed.allowed)} of {len(METHODS)} methods: {', '.join(allowed.allowed) or 'none'}",
-             f"refused ({len(allowed.refused)}):"]
-    lines += [f"  {method:10s} {why}" for method, why in allowed.refused.items()]
-    return lines

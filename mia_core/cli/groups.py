@@ -9,16 +9,20 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import typer
 
-from ..model.language_model import LanguageModel
+from ..deferred import deferred
 from ..model.options import ModelOptions, ModelRef
-from ..runs.backends import BACKENDS
-from ..runs.ray_driver import RayOptions, require_ray
 from .app import fail
 from .terminal import echo
+
+if TYPE_CHECKING:  # the backends (scoring, torch) load when a command checks its backend: `mia methods` stays light
+    from ..model.language_model import LanguageModel
+    from ..runs import backends, ray_driver
+else:
+    backends, ray_driver = deferred("mia_core.runs.backends"), deferred("mia_core.runs.ray_driver")
 
 DeviceOpt = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
 DtypeOpt = typer.Option("auto", "--dtype", help="auto (bfloat16 on GPUs that support it, else float16; float32 on CPU "
@@ -44,15 +48,15 @@ class Backend:
     @classmethod
     def checked(cls, name: str = "local", address: str | None = None, actors: int | None = None) -> Backend:
         """The choice, refused with one clear line when it cannot run (unknown backend, Ray options without Ray)."""
-        if name not in BACKENDS:
-            fail(f"--backend must be one of {', '.join(BACKENDS)} (got {name!r})")
+        if name not in backends.BACKENDS:
+            fail(f"--backend must be one of {', '.join(backends.BACKENDS)} (got {name!r})")
         if name == "local" and (address or actors):
             fail("--ray-address and --ray-actors need --backend ray")
         if actors is not None and actors < 1:
             fail(f"--ray-actors must be at least 1 (got {actors})")
         if name == "ray":
             try:
-                require_ray()
+                ray_driver.require_ray()
             except ImportError as err:
                 fail(str(err))
         return cls(name, address, actors)
@@ -67,7 +71,7 @@ class Backend:
         if self.name == "local":
             return {"backend": "local"}
         return {"backend": self.name, "ray_address": self.address,
-                "ray_options": RayOptions(actors=self.actors, model=model)}
+                "ray_options": ray_driver.RayOptions(actors=self.actors, model=model)}
 
 
 @dataclass(frozen=True)

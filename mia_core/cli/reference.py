@@ -13,8 +13,9 @@ from ..methods import get_method
 from ..model.language_model import LanguageModel
 from ..model.options import ModelOptions
 from ..reference import (
-    DEMO_REFERENCE, ReferenceSet, build_reference, check_model, compare, demo_reference, is_reference_folder,
-    load_reference, save_reference, setting_conflicts,
+    DEMO_REFERENCE, ReferenceSet, build_reference, cached_reference, check_demo_model, check_model, compare,
+    demo_texts, is_reference_folder, kept_reference, load_reference, references_dir, save_reference,
+    setting_conflicts,
 )
 from .app import fail
 from .groups import load, option_groups
@@ -108,8 +109,15 @@ def reference_for(path: Path, lm: LanguageModel, names: list[str], *, k: float |
     """The reference set `mia score --reference` compares with: a saved folder (checked) or the demo's built-in one."""
     if str(path) == DEMO_REFERENCE and not path.exists():
         check_reference_methods(names)
-        echo("scoring the demo reference set (half the demo-wiki non-members; statistics are cached) …", err=True)
-        return demo_reference(lm, names, k=k, bos=bos, params=params, progress=progress_bar("reference"))
+        check_demo_model(lm)
+        texts, source = demo_texts()
+        kept = kept_reference(lm, texts, names, k=k, bos=bos, params=params, source=source)
+        if kept is not None:
+            return kept
+        echo("scoring the demo reference set (half the demo-wiki non-members) once for this model and setting; it is "
+             f"kept in {references_dir()} for later runs …", err=True)
+        return cached_reference(lm, texts, names, k=k, bos=bos, params=params, source=source,
+                                progress=progress_bar("reference"))
     reference = load_reference(path)
     check_model(reference, lm.fingerprint, lm.name)
     return reference

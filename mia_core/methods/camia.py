@@ -17,12 +17,18 @@ complexity, approximate entropy and the supervised logistic-regression variant a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.stats import combine_pvalues, percentileofscore
 
 from ..api import LOGP, LOGP_RANGE, AccessNeeds, Paper, Score, TokenStats, TokenView, param, register, require_tokens
+from ..deferred import deferred
 from .helper_texts import ReferenceStats
+
+if TYPE_CHECKING:  # scipy.stats takes a second to import: it loads when a text is scored, not with the registry
+    from scipy import stats as scipy_stats
+else:
+    scipy_stats = deferred("scipy.stats")
 
 CUTOFFS = (None, 200, 300)
 THRESHOLDS = (-1.0, -2.0, -3.0)
@@ -91,7 +97,7 @@ def p_values(values: np.ndarray, population: np.ndarray) -> np.ndarray:
     for j, v in enumerate(values):
         column = population[:, j][~np.isnan(population[:, j])]
         if not np.isnan(v) and column.size:
-            out[j] = percentileofscore(-column, -v, kind="rank") / 100.0
+            out[j] = scipy_stats.percentileofscore(-column, -v, kind="rank") / 100.0
     return out
 
 
@@ -126,7 +132,7 @@ def camia(stats: TokenStats, params: CamiaParams, *, reference: ReferenceStats, 
     if params.aggregate == "mean":
         value = 1.0 - float(p[kept].mean())
     else:
-        value = -float(combine_pvalues(np.clip(p[kept], P_FLOOR, 1 - P_FLOOR), method=params.aggregate).pvalue)
+        value = -float(scipy_stats.combine_pvalues(np.clip(p[kept], P_FLOOR, 1 - P_FLOOR), method=params.aggregate).pvalue)
     selected = np.zeros(stats.n_scored, dtype=bool)
     selected[:S3_TOKENS] = True
     details = {"signals": [{"signal": name, "value": float(v), "p_value": float(q)}

@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..model.identity import text_sha256
-from ..model.language_model import LanguageModel
-from ..api import (
-    LOGP, LOGP_RANGE, AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register, require_tokens,
-)
+from ..api import LOGP, LOGP_RANGE, AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register, require_tokens
+
+if TYPE_CHECKING:  # annotations only: the registry is read without loading torch
+    from ..model.language_model import LanguageModel
 
 #: Share of the scored tokens in the far region (the highest log-probs), at least one.
 RATIO_FAR = 0.05

@@ -36,13 +36,19 @@ import string
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-from wordfreq import available_languages, word_frequency
 
 from ..api import (
     LOGP, LOGP_RANGE, AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register, require_tokens,
 )
+from ..deferred import deferred
+
+if TYPE_CHECKING:  # wordfreq's tables load when a text is scored, not with the registry
+    import wordfreq
+else:
+    wordfreq = deferred("wordfreq")
 
 #: Removes ASCII punctuation anywhere in a word (the authors' `_normalize_token`).
 _STRIP = str.maketrans("", "", string.punctuation)
@@ -82,13 +88,13 @@ class TagTabParams:
 @lru_cache(maxsize=1)
 def _languages() -> frozenset[str]:
     """The languages wordfreq has tables for (read once)."""
-    return frozenset(available_languages())
+    return frozenset(wordfreq.available_languages())
 
 
 @lru_cache(maxsize=1 << 17)
 def frequency(word: str, language: str) -> float:
     """wordfreq's frequency of a normalised word, cached: a long text repeats most of its words."""
-    return float(word_frequency(word, language))
+    return float(wordfreq.word_frequency(word, language))
 
 
 def word_entropy(p: float) -> float:

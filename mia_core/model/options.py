@@ -5,10 +5,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..deferred import deferred
 from .builtin import BUILTIN_NAMES
-from .language_model import LanguageModel
-from .loading import load_model
+
+if TYPE_CHECKING:  # the loader (torch, transformers) loads with the first model: options alone stay light
+    from . import loading
+    from .language_model import LanguageModel
+else:
+    loading = deferred("mia_core.model.loading")
 
 
 @dataclass(frozen=True)
@@ -24,7 +30,7 @@ class ModelOptions:
 
     def load(self, spec: str) -> LanguageModel:
         """The model named by `spec`, loaded with these options."""
-        return load_model(spec, **dataclasses.asdict(self))
+        return loading.load_model(spec, **dataclasses.asdict(self))
 
     def on_cpu(self) -> ModelOptions:
         """These options on the CPU (a driver that leaves the machine's GPUs to model workers)."""

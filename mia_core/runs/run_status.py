@@ -84,3 +84,13 @@ def shown_status(runs: pd.DataFrame) -> pd.DataFrame:
                 f"Resume with the same `mia audit-books …` command plus --job-id {row['run_id']}, or 'Resume scoring here' "
                 "on the Book audit page")
     return runs
+
+
+def live_messages(runs: pd.DataFrame) -> pd.DataFrame:
+    """`runs` (with n_scored, n_snippets) with each still-running run's message counted now: the message stored when
+    its scoring started ("0 of 36 snippets scored") would otherwise stand beside a growing n_scored."""
+    runs = runs.copy()
+    running = runs["status"] == "running"
+    runs.loc[running, "message"] = [f"{int(s):,} of {int(n):,} snippets scored"
+                                    for s, n in zip(runs.loc[running, "n_scored"], runs.loc[running, "n_snippets"])]
+    return runs

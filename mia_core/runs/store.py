@@ -22,7 +22,9 @@ import pandas as pd
 
 from ..paths import cache_root
 from . import claims
-from .run_status import HOST, STALE_HEARTBEAT_S, PlanMismatch, RunProgress, pid_alive, plan_difference, shown_status
+from .run_status import (
+    HOST, STALE_HEARTBEAT_S, PlanMismatch, RunProgress, live_messages, pid_alive, plan_difference, shown_status,
+)
 from .store_db import (LOCK_WAIT_S, MEMORY_LIMIT, READ_MEMORY_LIMIT, SCHEMA, check_schema, connect, fetch_frame, now,
                        to_json, transaction)
 from .store_db import insert_missing as _insert_missing  # a module global: a test kills the process inside it
@@ -124,7 +126,8 @@ class ResultsStore:
         """Every run (newest first) with its progress: snippets planned and scored.
 
         A run stored as "running" whose process is gone (pid not alive on this host, or no heartbeat for
-        `STALE_HEARTBEAT_S`) is shown as "interrupted" with how to resume it; the store is not changed.
+        `STALE_HEARTBEAT_S`) is shown as "interrupted" with how to resume it; a running run's message counts its
+        scores now (`live_messages`); the store is not changed.
         """
         query = """WITH planned AS (SELECT run_id, count(*) AS n FROM snippets GROUP BY run_id),
                         scored AS (SELECT run_id, count(*) AS n FROM scores GROUP BY run_id)
@@ -138,7 +141,7 @@ class ResultsStore:
                 df = con.execute(query.format("WHERE r.kind = ?"), [kind]).df()
             else:
                 df = con.execute(query.format("")).df()
-        return shown_status(df)
+        return live_messages(shown_status(df))
 
     def set_status(self, run_id: str, status: str, message: str = "", *, backend: str | None = None,
                    owner: bool = False) -> None:

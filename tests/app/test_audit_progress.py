@@ -16,7 +16,7 @@ from mia_core.audit.sources import Book
 from mia_core.audit.timing import ModelSpeed
 from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
-from ui.audit_progress import model_speeds
+from ui.audit_progress import first_batch, model_speeds
 from ui.jobs import job_threads, start_job, start_scoring
 from ui.models import LOADED
 
@@ -94,6 +94,27 @@ def test_a_page_job_ends_scored_and_analysed(store_path, tiny_model_dir):
         row = store.runs().set_index("run_id").loc[run_id]
         assert (row["status"], row["n_scored"], row["n_snippets"]) == ("done", 18, 18)
     finally:
+        job_threads().pop(run_id, None)
+
+
+def test_a_page_job_starts_with_a_batch_sized_from_the_measured_speed(store_path, tiny_model_dir):
+    lm = load_model(str(tiny_model_dir))
+    store = ResultsStore(store_path)
+    run_id = small_run(store, lm, str(tiny_model_dir))
+    spec = str(tiny_model_dir)
+    model_speeds().pop(spec, None)
+    try:
+        assert first_batch(run_id, lm) == 1  # speed not measured on this server: the smallest batch
+        # 10-word snippets × 1.25 tokens a word = 13 tokens × 0.5 s = 6.5 s a snippet: 20 s hold 3
+        model_speeds()[spec] = ModelSpeed(seconds_per_token=0.5, tokens_per_word=1.25)  # a stubbed measurement
+        assert first_batch(run_id, lm) == 3
+        job = start_scoring(store, run_id, lm, first_batch(run_id, lm))
+        job.thread.join(120)
+        assert job.error is None and job.state == "done"
+        batches = store.results(run_id).groupby("computed_at").size().sort_index().tolist()
+        assert batches == [3, 4, 4, 4, 3]  # 3, then the run's batch_snippets (4) until the 18 are scored
+    finally:
+        model_speeds().pop(spec, None)
         job_threads().pop(run_id, None)
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from mia_core import build_frequency_table, load_model
+from mia_core.audit.batches import batch_sizes
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_audit, run_scoring
 from mia_core.audit.report import report_html, snippet_heatmap, write_report
 from mia_core.audit.sources import Book
@@ -292,3 +293,37 @@ def test_cli_audits_with_a_frequency_table_method(model_dir, tmp_path, monkeypat
     np.testing.assert_allclose(snippets["score"].to_numpy()[:4], expected.to_numpy(), rtol=1e-9)
     code, _, err = run_cli(*common[:-2], "--method", "min_k", "--freq", freq, "--output-dir", tmp_path / "x")
     assert code == 2 and err.strip() == "error: --freq is used by none of the chosen methods (it is for dc_pdd)"
+
+
+def test_the_runs_table_counts_the_stored_scores_while_a_run_is_scored(library, tmp_path):
+    # reproduces "0 of 36 scored" beside n_scored 16: the message written when scoring started stood unchanged
+    lm, calibration, audit = library
+    store = ResultsStore(tmp_path / "r.duckdb")
+    run_id = plan_audit(store, ModelRef("tiny"), audit, calibration, SETTINGS, lm=lm)
+    seen = []
+
+    def progress(done: int, total: int) -> None:
+        row = store.runs().set_index("run_id").loc[run_id]
+        seen.append((done, total, row["status"], int(row["n_scored"]), row["message"]))
+
+    run_scoring(store, run_id, ModelRef.of(lm), lm=lm, progress=progress)
+    planned = store.progress(run_id)[1]
+    assert len(seen) == -(-planned // SETTINGS.batch_snippets) > 2
+    for done, total, status, n_scored, message in seen:
+        assert (status, n_scored, total) == ("running", done, planned)
+        assert message == f"{done} of {planned} snippets scored"
+
+
+def test_a_small_first_batch_then_batches_double_to_the_normal_size(library, tmp_path):
+    lm, calibration, audit = library
+    store = ResultsStore(tmp_path / "r.duckdb")
+    run_id = plan_audit(store, ModelRef("tiny"), audit, calibration, SETTINGS, lm=lm)
+    done = []
+    run_scoring(store, run_id, ModelRef.of(lm), lm=lm, progress=lambda d, t: done.append(d), first_batch=1)
+    planned = store.progress(run_id)[1]
+    sizes = [1, 2] + [4] * planned  # batch_snippets=4: 1, 2, then 4 each
+    expected = [min(sum(sizes[:i + 1]), planned) for i in range(len(sizes))]
+    assert done == expected[:expected.index(planned) + 1]
+    assert store.results(run_id)["score"].notna().sum() == planned
+    with pytest.raises(ValueError, match="at least 1"):
+        next(batch_sizes(0, 4))

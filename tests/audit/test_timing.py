@@ -8,7 +8,8 @@ import pytest
 from mia_core.audit.snippets import book_snippets
 from mia_core.audit.sources import Book
 from mia_core.audit.timing import (
-    ModelSpeed, about, audit_seconds, clock_text, measure_speed, progress_line, snippet_count, timing_text,
+    FIRST_BATCH_S, ModelSpeed, about, audit_seconds, clock_text, first_batch_size, measure_speed, progress_line,
+    snippet_count, timing_text,
 )
 from mia_core.runs.run_status import RunProgress
 
@@ -75,3 +76,25 @@ def test_measure_speed_divides_the_timed_pass_by_its_tokens(llama_lm):
     assert llama_lm.token_stats([text], cache=False)[0].n_scored == n
     assert speed.seconds_per_token == pytest.approx(3.0 / (2 * n))
     assert speed.tokens_per_word == pytest.approx(n / len(text.split()))
+
+
+def test_elapsed_and_eta_move_with_the_clock_between_batches():
+    # 32 snippets in 72 s (2.25 s each), 28 left → 63 s; 20 s after that batch: 1:32 elapsed, 43 s left
+    line = progress_line(RunProgress("running", 32, 60, 0, T0, at(72)), now=at(92))
+    assert line == "32 of 60 snippets · 1:32 elapsed · about 0:43 left"
+    # a batch late beyond its pace: the ETA stops at 0:00, never negative
+    assert progress_line(RunProgress("running", 32, 60, 0, T0, at(72)), now=at(200)).endswith("about 0:00 left")
+    # before the first batch the elapsed time runs too
+    assert progress_line(RunProgress("running", 0, 60, 0, T0, None), now=at(42)) == \
+        "0 of 60 snippets · first batch in progress · 0:42 elapsed"
+    # finished: elapsed stops at the last batch
+    assert progress_line(RunProgress("scored", 60, 60, 0, T0, at(210)), now=at(400)) == "60 of 60 snippets · 3:30 elapsed"
+
+
+def test_first_batch_takes_about_the_target_time_at_the_measured_speed():
+    speed = ModelSpeed(seconds_per_token=0.01, tokens_per_word=1.25)
+    # 512 words → 640 tokens → 6.4 s a snippet: 20 s hold 3 snippets
+    assert first_batch_size(speed, 512, 2048, 16) == 3 == int(FIRST_BATCH_S // 6.4)
+    assert first_batch_size(speed, 512, 2048, 16, target_s=1.0) == 1  # a snippet slower than the target: still 1
+    assert first_batch_size(speed, 32, 2048, 16) == 16  # 0.4 s a snippet: capped at the normal batch
+    assert first_batch_size(speed, 512, 128, 16) == 15  # truncated to the context: 1.28 s a snippet

@@ -3,7 +3,7 @@ dataclass, and for a model which methods it allows and why not the others."""
 from __future__ import annotations
 
 from mia_core.api import ModelAccess
-from mia_core.cli.data import allowed_lines
+from mia_core.cli.methods import allowed_lines
 from mia_core.methods import METHODS
 
 from tests.support.cli_runner import run_cli

@@ -22,7 +22,8 @@ from tests.support.cli_runner import run_cli
 #: (`methods --model` lists what a model allows); GDS named nowhere: `eval --fit/--fit-seed` fits every chosen
 #: supervised method (`--param max_tokens=…`), `mia fit --method` replaces `gds fit`, `gds eval` is `eval --fit`;
 #: `mia compare` added (issue 29: two runs' scores as a paired test); `mia extract` added (issue 26: extraction);
-#: `audit-books --pdf` (issue 29: the report as PDF) and `--extraction` with its window settings (issue 26).
+#: `audit-books --pdf` (issue 29: the report as PDF) and `--extraction` with its window settings, `demo build --traps`
+#: (issue 26).
 BEFORE = {
     "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --param "
              "--shots-nonmembers --shots-members --reference --device --dtype --allow-pickle --trust-remote-code "
@@ -49,7 +50,7 @@ BEFORE = {
     "audit-unlearning": "--original --unlearned --input --output --chunk-words --method --k --band --text-column --bos "
                         "--device --dtype --allow-pickle --trust-remote-code",
     "freq build": "--model --output --corpus MORE --text-field --device --dtype --allow-pickle --trust-remote-code",
-    "demo build": "--seed --output-dir --epochs --lr",
+    "demo build": "--seed --output-dir --epochs --lr --traps",
     "fit": "--model --method --input --output --train-fraction --seed --label-column --text-column --bos "
            "--batch-tokens --param --device --dtype --allow-pickle --trust-remote-code",
     "reference build": "--model --input --output --methods --k --text-column --bos --long-text --param --device "
@@ -104,6 +105,30 @@ def test_help_imports_no_model_library_and_lists_every_command():
     listed = [line.split()[1] for line in shown.splitlines() if line.startswith("│ ") and line.split()[1] in COMMANDS]
     assert listed == list(COMMANDS)
     assert "<bool>" not in shown
+
+
+METHODS_THEN_MODULES = """
+import contextlib, io, sys
+sys.argv = ["mia", "methods"]
+from mia_core.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    main()
+print(" ".join(m for m in ("torch", "transformers", "pandas", "scipy.stats", "wordfreq", "mia_core.model.language_model")
+               if m in sys.modules))
+print(out.getvalue(), end="")
+"""
+
+
+def test_methods_lists_the_registry_without_a_model_library():
+    done = subprocess.run([sys.executable, "-c", METHODS_THEN_MODULES], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded, _, listed = done.stdout.partition("\n")
+    assert loaded == ""  # the declarations load no engine (mia_core.deferred)
+    from mia_core.cli.methods import method_lines
+    from mia_core.methods import METHODS
+    assert listed == "".join("\n".join(method_lines(spec)) + "\n" for spec in METHODS.values())
+    names = [line.split()[0] for line in listed.splitlines() if not line.startswith(" ")]
+    assert names == list(METHODS) and len(names) > 10  # every registered method, each once
 
 
 def test_import_mia_core_is_light_and_its_names_load_on_use():

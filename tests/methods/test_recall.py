@@ -78,8 +78,8 @@ def test_recall_and_con_recall_share_the_non_member_prefix_pass(llama_lm, monkey
     alone = {m: score_texts(llama_lm, TEXTS, [m], shots_nonmembers=SHOTS, shots_members=MEMBER_SHOTS)[m]
              for m in ("recall", "con_recall")}
     calls = []
-    real = recall_module.condition
-    monkeypatch.setattr(recall_module, "condition", lambda lm, shots, stats, **kw: calls.append(tuple(shots)) or
+    real = recall_module.prefix.condition
+    monkeypatch.setattr(recall_module.prefix, "condition", lambda lm, shots, stats, **kw: calls.append(tuple(shots)) or
                         real(lm, shots, stats, **kw))
     both = score_texts(llama_lm, TEXTS, ["recall", "con_recall"], shots_nonmembers=SHOTS, shots_members=MEMBER_SHOTS)
     assert sorted(calls) == sorted([tuple(SHOTS), tuple(MEMBER_SHOTS)])  # each prefix once

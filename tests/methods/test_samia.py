@@ -13,9 +13,8 @@ from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogit
 
 from mia_core.methods import METHODS
 from mia_core.methods import samia as samia_module
-from mia_core.methods.samia import (
-    SamiaParams, SeededSampler, candidate_words, filter_scores, rouge1_recall, sample_seeds, split_text,
-)
+from mia_core.methods.samia import SamiaParams, candidate_words, rouge1_recall, split_text
+from mia_core.methods.samia.sampling import SeededSampler, filter_scores, sample_seeds
 from mia_core.scoring import score, score_texts
 
 from tests.support.tiny import random_texts

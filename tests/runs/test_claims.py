@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from mia_core import load_model
-from mia_core.audit import jobs
+from mia_core.audit import batches
 from mia_core.audit.jobs import plan_audit, run_scoring
 from mia_core.model.options import ModelRef
 from mia_core.runs.run_status import HOST, STALE_HEARTBEAT_S
@@ -44,7 +44,7 @@ def claims_of(store: ResultsStore, run_id: str) -> list[tuple]:
 
 def test_two_scorers_on_one_run_score_each_snippet_once(tmp_path, lm, monkeypatch):
     """Before: each scored every pending snippet (the store kept the first score; the work was done twice)."""
-    monkeypatch.setattr(jobs, "CLAIM_POLL_S", 0.05)
+    monkeypatch.setattr(batches, "CLAIM_POLL_S", 0.05)
     store, run_id = planned(tmp_path, lm)
     total = store.progress(run_id)[1]
     computed = []

@@ -11,16 +11,24 @@ split is recorded.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-from scipy.special import expit
 
 from ...api import AccessNeeds, Paper, Score, Supervised, TokenStats, TokenView, is_int, param, register, require_tokens
-from ...model.language_model import LanguageModel
+from ...deferred import deferred
 from ..labelled import check_labels
-from .classifier import GdsClassifier, as_classifier, fit_classifier
-from .features import GdsSettings, Progress, gradient_features
+from .settings import GdsSettings
+
+if TYPE_CHECKING:  # the classifier and features (torch) load when GDS fits or scores, not when it is registered
+    from ...model.language_model import LanguageModel
+    from . import classifier as classifiers, features
+    from .classifier import GdsClassifier
+    from .features import Progress
+    from scipy import special
+else:
+    classifiers, features = deferred(f"{__name__}.classifier"), deferred(f"{__name__}.features")
+    special = deferred("scipy.special")
 
 
 #: The paper's feature settings, used by a fit that is not told otherwise.
@@ -69,17 +77,22 @@ def fit(lm: LanguageModel, texts: Sequence[str], labels, params: GdsParams, *, t
     y = check_labels(labels)
     texts = [str(t) for t in texts]
     rows = np.arange(len(texts)) if score_all else np.asarray(train)
-    features = gradient_features(lm, [texts[i] for i in rows], params.settings(bos), batch_tokens=batch_tokens,
-                                 progress=progress)
-    train_features = features[train] if score_all else features  # rows are every text, or the training rows
-    clf = fit_classifier(train_features, y[train], lm, settings=params.settings(bos), seed=seed, split=split)
-    return clf, (clf.log_odds(features) if score_all else None)
+    found = features.gradient_features(lm, [texts[i] for i in rows], params.settings(bos), batch_tokens=batch_tokens,
+                                       progress=progress)
+    train_features = found[train] if score_all else found  # rows are every text, or the training rows
+    clf = classifiers.fit_classifier(train_features, y[train], lm, settings=params.settings(bos), seed=seed, split=split)
+    return clf, (clf.log_odds(found) if score_all else None)
 
 
-def prepare(stats: list[TokenStats], params: GdsParams, *, lm: LanguageModel, classifier: GdsClassifier) -> list[float]:
+def load_classifier(path: Any) -> GdsClassifier:
+    """A `GdsClassifier` saved by `mia fit --method gds` (what `--param classifier=FOLDER` names)."""
+    return classifiers.GdsClassifier.load(path)
+
+
+def prepare(stats: list[TokenStats], params: GdsParams, *, lm: LanguageModel, classifier: Any) -> list[float]:
     """All texts' gradient features in batched backwards: each text's context is its member log-odds. Settings
     given as parameters must be the classifier's own."""
-    clf = as_classifier(classifier)
+    clf = classifiers.as_classifier(classifier)
     if params.given:
         clf.check(lm, params.settings(clf.settings.bos, base=clf.settings))
     return [float(v) for v in clf.score_texts(lm, [s.text for s in stats])]
@@ -95,9 +108,9 @@ def prepare(stats: list[TokenStats], params: GdsParams, *, lm: LanguageModel, cl
           view=TokenView("the per-token output shown with GDS (supervised), which scores the text as a whole (for "
                          "orientation only)", "the tokens it looked at"),
           label="GDS (supervised)", params=GdsParams, needs=("stats", "lm", "classifier"), token_level=False,
-          prepare=prepare, supervised=Supervised("classifier", fit, GdsClassifier.load),
+          prepare=prepare, supervised=Supervised("classifier", fit, load_classifier),
           reading=lambda v: f"a classifier trained on labelled examples reads this text's LoRA gradients as member "
-                            f"with probability {expit(v):.0%} (log-odds {v:.2f}); it is only as good as the labelled "
+                            f"with probability {special.expit(v):.0%} (log-odds {v:.2f}); it is only as good as the labelled "
                             "split it learned from.",
           formula=r"\mathrm{score}(x) = \operatorname{logit}\, \mathrm{MLP}\big(\phi(\nabla_{B} \mathcal{L}(x))\big),\ "
                   r"\phi = \text{eight statistics of each LoRA-}B\text{ gradient}",
@@ -113,10 +126,10 @@ def gds(stats: TokenStats, params: GdsParams, *, lm: LanguageModel, classifier: 
     Token scores shown are the target's log-probs (GDS has no per-token score).
     """
     require_tokens(stats)
-    clf = as_classifier(classifier)
-    details = {"member_probability": float(expit(context)), "supervised": clf.describe(),
+    clf = classifiers.as_classifier(classifier)
+    details = {"member_probability": float(special.expit(context)), "supervised": clf.describe(),
                "in_training_split": clf.trained_on(stats.text)}
     return Score(float(context), stats.logprob.astype(np.float64), np.ones(stats.n_scored, bool), details)
 
 
-__all__ = ["GdsClassifier", "GdsParams", "GdsSettings", "as_classifier", "fit", "gds", "gradient_features"]
+__all__ = ["GdsParams", "GdsSettings", "fit", "gds", "load_classifier", "prepare"]

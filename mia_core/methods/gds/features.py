@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -30,6 +29,7 @@ from ...model.forward import HEAD_CHUNK_ROWS, Segment, pack_batches, pad_right, 
 from ...model.language_model import LanguageModel
 from ...model.lora import LORA_TARGETS
 from ...model.reduce import stats_dtype
+from .settings import GdsSettings
 
 #: The eight features of one gradient matrix, in the order docs/methods.md lists them.
 FEATURES = ("abs_mean", "row_mean_max", "row_ecc", "col_ecc", "top10_ratio", "sparsity", "std", "row_mean_std")
@@ -40,26 +40,6 @@ CPU_BATCH_TOKENS = 1024
 CUDA_BATCH_TOKENS = 16384
 
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class GdsSettings:
-    """What the features depend on besides the model (saved with a classifier, checked on load)."""
-
-    r: int = 16
-    """LoRA rank: rows of each gradient matrix."""
-    alpha: int = 32
-    """LoRA scaling numerator (scale = alpha / r); it multiplies every gradient."""
-    seed: int = 0
-    """Seed of the random LoRA A matrices (the caller's RNG state is left untouched)."""
-    max_tokens: int = 512
-    """Tokens per text, boundary token included (the paper: 512; 256 for WikiMIA)."""
-    bos: str = "auto"
-    """BOS policy as in `LanguageModel.token_stats`: "auto" prepends the document-boundary token."""
-
-    def __post_init__(self) -> None:
-        if self.r < 2 or self.alpha <= 0 or self.max_tokens < 2 or self.bos not in ("auto", "none"):
-            raise ValueError(f"GDS needs r >= 2, alpha > 0, max_tokens >= 2, bos auto|none (got {self})")
 
 
 def matrix_features(grad: torch.Tensor) -> torch.Tensor:

@@ -36,13 +36,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ...model.language_model import LanguageModel
 from ...api import AccessNeeds, Paper, Score, TokenStats, TokenView, param, register, require_tokens
-from .engine import ORDERS, TextGradient, batched_param_norms, input_norms, loop_param_norms, plans_for, vmap_suits
+from ...deferred import deferred
+
+if TYPE_CHECKING:  # the engine (torch) loads when a text is scored, not when the method is registered
+    from ...model.language_model import LanguageModel
+    from . import engine
+    from .engine import TextGradient
+else:
+    engine = deferred(f"{__name__}.engine")
 
 AGGREGATES = ("mean", "global")
 WRT = ("params", "inputs")
@@ -98,13 +104,13 @@ def text_gradients(lm: LanguageModel, stats: Sequence[TokenStats], wrt: str, *, 
     for i, s in enumerate(stats):
         groups.setdefault((s.policies["bos"], s.policies["long_text"]), []).append(i)
     for (bos, long_text), members in groups.items():
-        plans = plans_for(lm, [stats[i].text for i in members], bos, long_text)
+        plans = engine.plans_for(lm, [stats[i].text for i in members], bos, long_text)
         if wrt == "inputs":
-            results = input_norms(lm, plans, batch_tokens=batch_tokens)
-        elif batched or batched is None and vmap_suits(lm):
-            results = batched_param_norms(lm, plans, batch_tokens=batch_tokens)
+            results = engine.input_norms(lm, plans, batch_tokens=batch_tokens)
+        elif batched or batched is None and engine.vmap_suits(lm):
+            results = engine.batched_param_norms(lm, plans, batch_tokens=batch_tokens)
         else:
-            results = loop_param_norms(lm, plans)
+            results = engine.loop_param_norms(lm, plans)
         for i, result in zip(members, results):
             found[i] = result
     return found
@@ -140,7 +146,7 @@ def grad_norm(stats: TokenStats, params: GradNormParams, *, lm: LanguageModel, c
     if found.n_scored != stats.n_scored:
         raise ValueError(f"the statistics score {stats.n_scored} tokens but this model feeds {found.n_scored} for "
                          f"text {stats.text[:40]!r}: were they computed with another model or tokenizer?")
-    column = ORDERS.index(math.inf if params.p == "inf" else float(params.p))
+    column = engine.ORDERS.index(math.inf if params.p == "inf" else float(params.p))
     norms = found.norms[:, column]
     g = combine(norms, params.p, "global" if params.wrt == "inputs" else params.aggregate)
     if params.wrt == "inputs":  # fed position i + 1 holds scored token i

@@ -13,12 +13,19 @@ Texts longer than the context must be truncated (`long_text="truncate"`); slidin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...model.language_model import LanguageModel
-from ...api import AccessNeeds, KParams, Paper, Score, TokenStats, TokenView, lowest_k, param, register, require_tokens
-from .engine import NORMALIZATIONS, infilling_token_scores
+from ...api import AccessNeeds, Paper, KParams, Score, TokenStats, TokenView, lowest_k, param, register, require_tokens
+from ...deferred import deferred
+from .settings import NORMALIZATIONS
+
+if TYPE_CHECKING:  # the engine (torch) loads when a text is scored, not when the method is registered
+    from ...model.language_model import LanguageModel
+    from . import engine
+else:
+    engine = deferred(f"{__name__}.engine")
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,6 @@ class InfillingParams(KParams):
 def infilling(stats: TokenStats, params: InfillingParams, *, lm: LanguageModel) -> Score:
     """Mean of the lowest k% of r_i; details: m, normalization and how many positions needed a branch."""
     require_tokens(stats)
-    token_scores, facts = infilling_token_scores(lm, stats, m=params.m, normalization=params.normalization)
+    token_scores, facts = engine.infilling_token_scores(lm, stats, m=params.m, normalization=params.normalization)
     result = lowest_k(token_scores, params.k)
     return Score(result.value, result.token_scores, result.selected, facts, result.k)

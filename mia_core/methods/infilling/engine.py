@@ -24,8 +24,8 @@ from ...model.forward import head_chunk_rows, head_logits, plain_head, reduce_ro
 from ...model.language_model import LanguageModel
 from ...api import TokenStats
 from ...model.reduce import reduce_logits
+from .settings import NORMALIZATIONS
 
-NORMALIZATIONS = ("position", "anchor")
 IMPLEMENTATIONS = ("auto", "fast", "reference")
 SIGMA_FLOOR = 1e-12
 #: Architectures whose attention takes a custom 4-D additive mask and explicit position ids with a

@@ -12,12 +12,18 @@ per-token scores shown are the text's own log-probs (neighbours do not align tok
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...model.language_model import LanguageModel
 from ...api import AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register, require_tokens
-from .engine import make_neighbors, proposer_for
+from ...deferred import deferred
+
+if TYPE_CHECKING:  # the engine (torch) loads when a text is scored, not when the method is registered
+    from ...model.language_model import LanguageModel
+    from . import engine
+else:
+    engine = deferred(f"{__name__}.engine")
 
 AGGREGATES = ("mean", "max")
 
@@ -76,7 +82,7 @@ def check_params(params: NeighborParams) -> None:
 def neighbor(stats: TokenStats, params: NeighborParams, *, lm: LanguageModel) -> Score:
     """`mean logprob(text) − mean|max over neighbours of mean logprob(neighbour)`."""
     require_tokens(stats)
-    found = make_neighbors(stats, proposer_for(params.mask_model, lm), n=int(params.n_neighbors),
+    found = engine.make_neighbors(stats, engine.proposer_for(params.mask_model, lm), n=int(params.n_neighbors),
                            swap_fraction=float(params.swap_fraction), seed=int(params.seed))
     texts = list(dict.fromkeys(nb.text for nb in found.neighbors))  # repeats are scored once
     by_text = dict(zip(texts, lm.token_stats(texts, **stats.policies)))

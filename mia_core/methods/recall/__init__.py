@@ -16,13 +16,20 @@ all of enc(x) scored in the numerator, enc(x)[1:] in the denominator).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...model.language_model import LanguageModel
 from ...api import AccessNeeds, Paper, Score, TokenStats, TokenView, param, register, require_tokens
+from ...deferred import deferred
 from ..helper_texts import HelperTexts, as_helper_texts
-from .prefix import Conditioning, condition, reference_conditioning
+
+if TYPE_CHECKING:  # the prefix engine (torch) loads when a text is scored, not when the method is registered
+    from ...model.language_model import LanguageModel
+    from . import prefix
+    from .prefix import Conditioning
+else:
+    prefix = deferred(f"{__name__}.prefix")
 
 MODES = ("ours", "reference")
 #: The denominator's ceiling: LL(x) is negative; a text the model predicts perfectly would divide by 0.
@@ -69,9 +76,9 @@ def conditioned(lm: LanguageModel, helpers: HelperTexts, n_shots: int, stats: li
     shots = helpers.texts[:n_shots]
     key = ("conditioned", lm.fingerprint, shots, tuple(st.text for st in stats), stats[0].bos_policy if stats else "")
     if derived is None:
-        return condition(lm, shots, stats)
+        return prefix.condition(lm, shots, stats)
     if key not in derived:
-        derived[key] = condition(lm, shots, stats)
+        derived[key] = prefix.condition(lm, shots, stats)
     return derived[key]
 
 
@@ -128,7 +135,7 @@ def recall(stats: TokenStats, params: RecallParams, *, lm: LanguageModel, shots_
     helpers = as_helper_texts(shots_nonmembers, "shots_nonmembers")
     shots = helpers.texts[:params.n_shots]
     if params.mode == "reference":
-        ll_cond, ll, kept = reference_conditioning(lm, shots, stats.text)
+        ll_cond, ll, kept = prefix.reference_conditioning(lm, shots, stats.text)
         details = {"mode": "reference", "ll_conditional": ll_cond, "ll_unconditional": ll, "shots_kept": kept,
                    "shots_given": len(shots),
                    "shots_source": helpers.source}

@@ -34,62 +34,22 @@ Unconfirmed (METHODS-FIELD.md §10): the paper's PDF was not read; the defaults 
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import zlib
 from collections import Counter
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from transformers import LogitsProcessor, LogitsProcessorList
 
-from ..model.identity import text_sha256
-from ..model.language_model import LanguageModel
-from ..api import AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register
+from ...api import AccessNeeds, Paper, Score, TokenStats, TokenView, register
+from ...deferred import deferred
+from .params import SamiaParams
 
-#: Tokens (rows × max_length) per `generate` call; halved on a CUDA out-of-memory error.
-SAMPLE_TOKENS = 1 << 16
-
-
-@dataclass(frozen=True)
-class SamiaParams:
-    """Parameters of SaMIA (the authors' defaults)."""
-
-    n_samples: int = param(10, "sampled continuations per text (an integer ≥ 1)", low=1, high=20,
-                           step=1)  # high: the dashboard's bound (SECURITY.md), as for max_length
-    prefix_fraction: float = param(0.5, "ρ: the fraction of the text's words given as the prompt, in (0, 1)",
-                                   low=0.05, high=0.95, step=0.05)
-    max_length: int = param(1024, "tokens of prompt + continuation (≥ 2; capped at the model's context)", low=2,
-                            high=2048, step=1)
-    temperature: float = param(1.0, "sampling temperature (> 0)", low=0.05, high=5.0, step=0.05)
-    top_k: int = param(50, "sample among the k most likely tokens (0: no top-k cut)", low=0, high=1000, step=1)
-    top_p: float = param(1.0, "nucleus sampling mass in (0, 1] (1: no cut)", low=0.05, high=1.0, step=0.05)
-    zlib: bool = param(False, "multiply each recall by the zlib-compressed size of its candidate (the authors' "
-                       "`--zlib`)")
-    truncate_candidate: bool = param(False, "cut each candidate to the reference's word count before comparing (not "
-                                     "in the authors' code)")
-    seed: int = param(0, "seed of the sampling; each text's generator is seeded by (seed, sha256(text))", widget=False)
-
-    def __post_init__(self) -> None:
-        for name, low in (("n_samples", 1), ("max_length", 2), ("top_k", 0), ("seed", 0)):
-            value = getattr(self, name)
-            if not is_int(value) or value < low:
-                raise ValueError(f"{name} must be an integer ≥ {low} (got {value!r})")
-        if not _is_real(self.prefix_fraction) or not 0 < self.prefix_fraction < 1:
-            raise ValueError(f"prefix_fraction must be in (0, 1) (got {self.prefix_fraction!r})")
-        if not _is_real(self.temperature) or not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0 (got {self.temperature!r})")
-        if not _is_real(self.top_p) or not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1] (got {self.top_p!r})")
-        for name in ("zlib", "truncate_candidate"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False (got {getattr(self, name)!r})")
-
-
-def _is_real(value) -> bool:
-    """A finite number that is not a bool."""
-    return (is_int(value) or isinstance(value, (float, np.floating))) and math.isfinite(value)
+if TYPE_CHECKING:  # the sampler (torch, transformers) loads when a text is scored, not when the method is registered
+    from ...model.language_model import LanguageModel
+    from . import sampling
+else:
+    sampling = deferred(f"{__name__}.sampling")
 
 
 def split_text(text: str, prefix_fraction: float) -> tuple[str, int, list[str]]:
@@ -117,50 +77,6 @@ def rouge1_recall(candidate: list[str], reference: list[str]) -> float:
     return sum(overlap.values()) / len(reference)
 
 
-def sample_seeds(seed: int, text: str, n: int) -> list[int]:
-    """One 63-bit generator seed per sample from (seed, sha256(text), j): draws depend on nothing else."""
-    base = f"{int(seed)}|{text_sha256(text)}"
-    return [int(hashlib.sha256(f"{base}|{j}".encode()).hexdigest()[:16], 16) >> 1 for j in range(n)]
-
-
-def filter_scores(scores: torch.Tensor, *, temperature: float, top_k: int, top_p: float, n_tokens: int) -> torch.Tensor:
-    """Logits (rows, width) → temperature-scaled logits with filtered tokens at −inf (ids ≥ n_tokens, top-k, top-p).
-
-    Top-k keeps ties with the k-th; top-p keeps the most likely tokens until their mass reaches p
-    (the first always), as Hugging Face's warpers, which apply temperature first too.
-    """
-    scores = scores.float() / temperature
-    scores[:, n_tokens:] = -math.inf  # logit rows with no token (Pythia: 50277..50303) are never drawn
-    if 0 < top_k < n_tokens:
-        kth = torch.topk(scores, top_k, dim=-1).values[:, -1:]  # (rows, 1)
-        scores = scores.masked_fill(scores < kth, -math.inf)
-    if top_p < 1:
-        ordered, order = torch.sort(scores, dim=-1, descending=True)  # (rows, width)
-        probs = ordered.softmax(-1)
-        before = probs.cumsum(-1) - probs  # mass of the more likely tokens
-        drop = before >= top_p
-        drop[:, 0] = False
-        scores = scores.masked_fill(drop.scatter(1, order, drop), -math.inf)
-    return scores
-
-
-class SeededSampler(LogitsProcessor):
-    """Filtering plus Gumbel noise from each row's own generator, so greedy decoding draws from the filtered softmax
-    (Gumbel-max): a row's samples depend on its seed only, not on the other rows of the batch."""
-
-    def __init__(self, seeds: list[int], params: SamiaParams, n_tokens: int, device: torch.device):
-        self.generators = [torch.Generator(device).manual_seed(s) for s in seeds]
-        self.params, self.n_tokens = params, n_tokens
-
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        p = self.params
-        scores = filter_scores(scores, temperature=float(p.temperature), top_k=int(p.top_k), top_p=float(p.top_p),
-                               n_tokens=self.n_tokens)  # (rows, width)
-        exp = torch.stack([torch.empty(scores.shape[1], device=scores.device).exponential_(generator=g)
-                           for g in self.generators])  # (rows, width), Exp(1) draws
-        return scores - exp.clamp_min(torch.finfo(exp.dtype).tiny).log()  # + Gumbel(0, 1)
-
-
 def prompt_ids(lm: LanguageModel, text: str, params: SamiaParams, bos: str) -> list[int]:
     """The prompt's ids as the statistics pass would feed them under the BOS policy; an error if no room is left."""
     ids = lm._with_boundary(lm._encode(split_text(text, float(params.prefix_fraction))[0])[0], bos)
@@ -169,48 +85,6 @@ def prompt_ids(lm: LanguageModel, text: str, params: SamiaParams, bos: str) -> l
         raise ValueError(f"the SaMIA prompt takes {len(ids)} tokens and max_length is {cap} (with the model's "
                          "context): no room to sample a continuation; raise max_length or lower prefix_fraction")
     return ids
-
-
-def sample_outputs(lm: LanguageModel, prompts: dict[str, list[int]], params: SamiaParams) -> dict[str, list[str]]:
-    """Text → its `n_samples` outputs (prompt + continuation, specials skipped), for texts keyed to their prompt ids.
-
-    Texts with prompts of equal length share `generate` calls (no padding, so no row sees another's);
-    the calls hold ≤ `SAMPLE_TOKENS` tokens, halved on a CUDA out-of-memory error.
-    """
-    cap, n = min(int(params.max_length), lm.max_length), int(params.n_samples)
-    by_length: dict[int, list[str]] = {}
-    for text, ids in prompts.items():
-        by_length.setdefault(len(ids), []).append(text)
-    out: dict[str, list[str]] = {}
-    per_call = max(1, SAMPLE_TOKENS // (cap * n))  # texts per call
-    for length in sorted(by_length):
-        group = sorted(by_length[length], key=text_sha256)
-        done = 0
-        while done < len(group):
-            chunk = group[done:done + per_call]
-            try:
-                out.update(zip(chunk, _generate(lm, [prompts[t] for t in chunk], chunk, params, cap)))
-                done += len(chunk)
-            except torch.cuda.OutOfMemoryError:
-                if per_call == 1:
-                    raise
-                torch.cuda.empty_cache()
-                per_call //= 2
-    return out
-
-
-def _generate(lm: LanguageModel, ids: list[list[int]], texts: list[str], params: SamiaParams, cap: int) -> list[list[str]]:
-    """One `generate` call: every text's prompt repeated `n_samples` times, one seeded sampler row each."""
-    n, tok = int(params.n_samples), lm.tokenizer
-    input_ids = torch.tensor(ids, device=lm.device).repeat_interleave(n, dim=0)  # (texts·n, prompt)
-    sampler = SeededSampler([s for t in texts for s in sample_seeds(params.seed, t, n)], params, len(tok), lm.device)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    with torch.inference_mode():
-        out = lm.model.generate(  # (texts·n, ≤ cap)
-            input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False, num_beams=1,
-            max_new_tokens=cap - input_ids.shape[1], logits_processor=LogitsProcessorList([sampler]), pad_token_id=pad)
-    decoded = tok.batch_decode(out, skip_special_tokens=True)
-    return [decoded[i * n:(i + 1) * n] for i in range(len(texts))]
 
 
 def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) -> list[list[str] | None]:
@@ -222,7 +96,7 @@ def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) 
             prompts.setdefault(s.bos_policy, {})[s.text] = prompt_ids(lm, s.text, params, s.bos_policy)
         except ValueError:
             continue
-    found = {(bos, t): o for bos, group in prompts.items() for t, o in sample_outputs(lm, group, params).items()}
+    found = {(bos, t): o for bos, group in prompts.items() for t, o in sampling.sample_outputs(lm, group, params).items()}
     return [found.get((s.bos_policy, s.text)) for s in stats]
 
 
@@ -250,7 +124,7 @@ def samia(stats: TokenStats, params: SamiaParams, *, lm: LanguageModel, context:
     """Mean ROUGE-1 recall (or recall × zlib size) of the suffix by sampled continuations (`context`, from
     `prepare`); details: the samples."""
     prompt, n_drop, reference = split_text(stats.text, float(params.prefix_fraction))
-    outputs = context if context is not None else sample_outputs(
+    outputs = context if context is not None else sampling.sample_outputs(
         lm, {stats.text: prompt_ids(lm, stats.text, params, stats.bos_policy)}, params)[stats.text]  # raises why not
     rows = []
     for output in outputs:

@@ -1,0 +1,49 @@
+"""How a run's pending snippets are cut into batches and claimed: a small first batch (a first result soon), then
+batches doubling to the full size; each batch claimed in the store before it is scored (`runs.claims`), so two
+processes on one run split it."""
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterator
+
+from ..runs.store import ResultsStore
+
+#: Seconds between two looks at a run whose pending snippets another live process has claimed (see `runs.claims`).
+CLAIM_POLL_S = 2.0
+
+
+def batch_sizes(first: int, normal: int) -> Iterator[int]:
+    """Snippets per batch: `first`, then doubling up to `normal`, then `normal` (a small first batch, then full ones)."""
+    if first < 1 or normal < 1:
+        raise ValueError(f"batch sizes must be at least 1 (got first {first}, normal {normal})")
+    size = min(first, normal)
+    while True:
+        yield size
+        size = min(2 * size, normal)
+
+
+def score_claimed(store: ResultsStore, run_id: str, session: str, sizes: Iterator[int] | None,
+                   score: Callable[[list[str]], str]) -> str:
+    """Read the pending snippets, claim them a batch at a time (`sizes`; None: all at once) and score what was claimed
+    (storing a batch releases its claims; a batch size is used up only by a batch scored); again until the run is
+    scored, waiting while another live process holds the rest (its claims lapse when it dies). A message if some
+    failed on Ray."""
+    step = None if sizes is None else next(sizes)
+    while True:
+        pending = store.pending_ids(run_id)["snippet_id"].tolist()
+        if not pending:
+            return ""
+        start, claimed_any = 0, False
+        while start < len(pending):
+            end = len(pending) if step is None else start + step
+            ids = store.claim_snippets(run_id, session, pending[start:end])
+            start = end
+            if not ids:
+                continue
+            claimed_any = True
+            failed = score(ids)  # storing the scores releases their claims (`ResultsStore.write_scores`)
+            if failed:
+                return failed
+            step = None if sizes is None else next(sizes)
+        if not claimed_any:
+            time.sleep(CLAIM_POLL_S)
