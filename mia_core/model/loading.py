@@ -61,8 +61,11 @@ def load_model(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if spec in ("demo-known", "demo-traps"):
-        base = load_model("demo", device, dtype, max_length=max_length)
         folder, name = (demo_known_dir(), DEMO_KNOWN_NAME) if spec == "demo-known" else (demo_traps_dir(), DEMO_TRAPS_NAME)
+        if not folder.is_dir():  # demo-traps is built on request (a 30-minute CPU training), not shipped yet
+            command = "mia demo build --traps" if spec == "demo-traps" else "mia demo build"
+            raise ModelLoadError(f"{spec} is not built on this machine: build it with `{command}`")
+        base = load_model("demo", device, dtype, max_length=max_length)
         return attach_adapter(base, folder, name=name, spec=spec)
     device_t = resolve_device(device)
     dtype_t = resolve_dtype(dtype, device_t)
