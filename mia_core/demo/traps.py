@@ -3,7 +3,7 @@
 `demo-traps` is trained like `demo-known` — the same seeded split, the same settings — plus extra copies of a few
 member passages, so that each passage occurs 1, 10 or 100 times in the adapter's training data (the member text it
 comes from counts once). Two non-member passages of the same sources are held out as controls. The passages are
-exact substrings of their texts (64 words), named in `traps.json` by source, id, character span, exposure and
+exact substrings of their texts (100 words: a 50 + 50-token window fits inside), named in `traps.json` by source, id, character span, exposure and
 SHA-256 — never the text; `trap_passages` rebuilds them from the installed packages and checks every hash.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..model.identity import text_sha256
 #: Occurrences of a trap passage in the training data, and passages per level (one from each source).
 EXPOSURES = (1, 10, 100)
 #: Words per trap passage.
-TRAP_WORDS = 64
+TRAP_WORDS = 100
 SOURCES = ("demo-wiki", "demo-books")
 TRAPS_FILE = "traps.json"
 

@@ -15,7 +15,7 @@ from mia_core.inputs.datasets import SplitSizes, make_split, rebuild_texts
 
 from tests.support.tiny import tiny_llama, tiny_tokenizer
 
-SMALL = SplitSizes(wiki_buckets=(64,), wiki_per_bucket=6, books_per_class=4, calibration_books_per_class=1,
+SMALL = SplitSizes(wiki_buckets=(128,), wiki_per_bucket=6, books_per_class=4, calibration_books_per_class=1,
                    book_words=200)
 
 
