@@ -20,7 +20,10 @@ from ..runs.ray_driver import WorkerError
 from ..runs.store import ResultsStore
 from .app import fail
 from .groups import Backend, load, option_groups
-from .options import BosOpt, FreqOpt, KOpt, ModelOpt, ParamOpt, check_options, method_inputs, parse_params
+from .options import (
+    BosOpt, FreqOpt, KOpt, ModelOpt, ParamOpt, PrefixOpt, StrideOpt, SuffixOpt, TemperatureOpt, TopKOpt, check_options,
+    method_inputs, parse_params,
+)
 from .progress import progress_bar
 from .terminal import echo, one_line
 
@@ -62,12 +65,11 @@ def audit_books_cmd(
     extraction: bool = typer.Option(False, "--extraction", help="also test verbatim extraction along every book "
                                     "(audited and calibration): evidence about the model, reported apart from "
                                     "membership; costs (prefix+suffix)/stride forward tokens per book token"),
-    prefix: int = typer.Option(50, "--prefix", help="with --extraction: tokens the model is given per window"),
-    suffix: int = typer.Option(50, "--suffix", help="with --extraction: tokens it must reproduce"),
-    stride: int = typer.Option(10, "--stride", help="with --extraction: tokens between window starts (50: every "
-                               "suffix token once, 2× the book's tokens)"),
-    top_k: int = typer.Option(40, "--top-k", help="with --extraction: top-k sampling's k"),
-    temperature: float = typer.Option(1.0, "--temperature", help="with --extraction: sampling temperature"),
+    prefix: int = PrefixOpt,
+    suffix: int = SuffixOpt,
+    stride: int = StrideOpt,
+    top_k: int = TopKOpt,
+    temperature: float = TemperatureOpt,
     options: ModelOptions = ModelOptions(),
     backend: Backend = Backend(),
 ) -> None:

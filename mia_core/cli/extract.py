@@ -15,7 +15,9 @@ from ..inputs.tables import read_texts
 from ..model.options import ModelOptions
 from .app import fail
 from .groups import load, option_groups
-from .options import BosOpt, ModelOpt, TextColumnOpt, is_named_set, writable
+from .options import (
+    BosOpt, ModelOpt, PrefixOpt, StrideOpt, SuffixOpt, TemperatureOpt, TextColumnOpt, TopKOpt, is_named_set, writable,
+)
 from .progress import progress_bar
 from .terminal import echo
 
@@ -31,12 +33,11 @@ def extract(
     output: Path = typer.Option(..., "--output", help="CSV, one row per window of every text"),
     summary: Optional[Path] = typer.Option(None, "--summary", help="CSV, one row per text: windows, the share at each "
                                            "p_z threshold, greedy share, extractable passages"),
-    prefix: int = typer.Option(50, "--prefix", help="tokens the model is given (the paper: 50)"),
-    suffix: int = typer.Option(50, "--suffix", help="tokens it must reproduce (the paper: 50)"),
-    stride: int = typer.Option(10, "--stride", help="tokens between window starts: the model reads each text token "
-                               "(prefix+suffix)/stride times"),
-    top_k: int = typer.Option(40, "--top-k", help="top-k sampling's k (the paper: 40); greedy is reported too"),
-    temperature: float = typer.Option(1.0, "--temperature", help="sampling temperature (the paper: 1)"),
+    prefix: int = PrefixOpt,
+    suffix: int = SuffixOpt,
+    stride: int = StrideOpt,
+    top_k: int = TopKOpt,
+    temperature: float = TemperatureOpt,
     text_column: str = TextColumnOpt,
     bos: str = BosOpt,
     options: ModelOptions = ModelOptions(),

@@ -47,6 +47,13 @@ MethodsKOpt = typer.Option(None, "--k", help=f"fraction of tokens for every chos
                            f"method's own: {k_defaults()})")
 TextColumnOpt = typer.Option("text", "--text-column", help="column holding the text in a .csv/.tsv/.jsonl/.json input")
 LabelColumnOpt = typer.Option("label", "--label-column", help="1 = member, 0 = non-member")
+#: Extraction windows and sampling scheme (mia extract, mia audit-books --extraction): Cooper et al.'s defaults.
+PrefixOpt = typer.Option(50, "--prefix", help="extraction: tokens the model is given per window (the paper: 50)")
+SuffixOpt = typer.Option(50, "--suffix", help="extraction: tokens it must reproduce (the paper: 50)")
+StrideOpt = typer.Option(10, "--stride", help="extraction: tokens between window starts; the model reads each text "
+                         "token (prefix+suffix)/stride times (50: every suffix token once, at 2×)")
+TopKOpt = typer.Option(40, "--top-k", help="extraction: top-k sampling's k (the paper: 40); greedy is reported too")
+TemperatureOpt = typer.Option(1.0, "--temperature", help="extraction: sampling temperature (the paper: 1)")
 BosOpt = typer.Option("auto", "--bos", help="auto: prepend the document-boundary token; none: reference-code behaviour")
 LongTextOpt = typer.Option("sliding", "--long-text", help="sliding or truncate, for texts longer than the context")
 RefModelOpt = typer.Option(None, "--ref-model", help="reference model ('demo', a folder or a hub id), for "
