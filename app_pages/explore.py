@@ -11,7 +11,8 @@ text or the BOS policy changes (`ui.stale`); colours are on a fixed scale per me
 the per-token CSV and a standalone heatmap HTML download under the results (`mia_core.token_export`). The model
 work waits its turn in the server's line (`ui.model_work`), its cost estimated before it runs and bounded
 (`ui.work_estimate`, `mia_core.limits.check_request_cost`). Scoring the same text with another model keeps the
-previous model's result beside the new one, each under its stamp (`ui.explore_compare`).
+previous model's result beside the new one, each under its stamp (`ui.explore_compare`). Under the scores, the
+extraction view (`ui.explore_extraction`) asks whether the model reproduces the text word for word, on request.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import mia_core
 from mia_core.limits import RequestTooLarge, check_request_chars, check_request_cost
 from mia_core.stamp import ResultStamp, stamp_for
 from ui.explore_compare import Scored, draw_comparison, remember_scored
+from ui.explore_extraction import extraction_section
 from ui.explore_text import text_input_ui
 from ui.helpers import explore_helpers_ui, helper_inputs, missing_roles, needs_line
 from ui.model_work import model_turn, queued
@@ -259,3 +261,4 @@ if request is not None and (methods or extra):
             st.error("Nothing to score: the text is empty.")
         else:
             draw_results(stats, stamp, request, methods, extra, values, helpers, scale_how, reference_choice)
+extraction_section(spec, text, bos)

@@ -24,3 +24,8 @@ def rgba(hex_colour: str, alpha: float) -> str:
     """"#rrggbb" with transparency, for overlaid histograms and bands."""
     r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
     return f"rgba({r},{g},{b},{alpha:g})"
+#: Extraction probability (p_z, `extract.render`): its own sequential scale, ColorBrewer YlGn (9 classes), one colour
+#: per decade from 10⁻⁸ (pale yellow) to 1 (dark green). Never red or blue: p_z is a fact about the model, not a
+#: membership score, and must not read as one.
+EXTRACTION_RGB = ((255, 255, 229), (247, 252, 185), (217, 240, 163), (173, 221, 142), (120, 198, 121), (65, 171, 93),
+                  (35, 132, 67), (0, 104, 55), (0, 69, 41))

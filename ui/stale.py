@@ -13,22 +13,30 @@ from ui.reference_view import plain
 
 #: Greyed results: the container of stale results carries this key (Streamlit adds the class `st-key-<key>`).
 STALE_KEY = "explore_results_stale"
-STALE_CSS = (f"<style>.st-key-{STALE_KEY}{{opacity:0.45;filter:grayscale(0.85)}}"
-             f".st-key-{STALE_KEY}:hover{{opacity:0.7}}</style>")
 
 
-def stale_line(stamp: ResultStamp, changed: list[str]) -> str:
+def stale_line(stamp: ResultStamp, changed: list[str], button: str = "Score") -> str:
     """The warning over stale results: what they were computed for, what changed, what to do."""
     return (f"These results were computed for model {plain(stamp.model)} on text “{plain(stamp.text_preview)}” "
-            f"({stamp.short_hash}), BOS {stamp.bos} — {' and '.join(changed)} changed since: press Score to recompute.")
+            f"({stamp.short_hash}), BOS {stamp.bos} — {' and '.join(changed)} changed since: press {button} to "
+            "recompute.")
 
 
-def results_container(stamp: ResultStamp, model: str | None, text: str, bos: str):
-    """The container to draw results in: greyed under a warning when the page's model, text or BOS policy is no longer
-    what they were computed for."""
-    changed = stamp.changed(model, text, bos)
+def stale_css(key: str) -> str:
+    """The style that greys the container of stale results keyed `key`."""
+    return f"<style>.st-key-{key}{{opacity:0.45;filter:grayscale(0.85)}}.st-key-{key}:hover{{opacity:0.7}}</style>"
+
+
+STALE_CSS = stale_css(STALE_KEY)
+
+
+def results_container(stamp: ResultStamp, model: str | None, text: str, bos: str, *, key: str = "explore_results",
+                      button: str = "Score", also_changed: tuple[str, ...] = ()):
+    """The container to draw results in (keyed `key`): greyed (keyed `key`_stale) under a warning when the page's
+    model, text or BOS policy — or what `also_changed` names — is no longer what they were computed for."""
+    changed = stamp.changed(model, text, bos) + list(also_changed)
     if not changed:
-        return st.container(key="explore_results")
-    st.warning(stale_line(stamp, changed), icon=":material/history:")
-    st.html(STALE_CSS)
-    return st.container(key=STALE_KEY)
+        return st.container(key=key)
+    st.warning(stale_line(stamp, changed, button), icon=":material/history:")
+    st.html(stale_css(f"{key}_stale"))
+    return st.container(key=f"{key}_stale")
