@@ -47,6 +47,9 @@ def extract_texts(lm: LanguageModel, texts: Sequence[str], settings: ExtractionS
     if not todo:
         return out  # type: ignore[return-value]
     layouts = [layout_encoded(lm, e, settings) for e in encode_texts(lm.tokenizer, [texts[i] for i in todo], arrays=True)]
+    if layouts[0].fed_width > lm.max_length:
+        raise ValueError(f"an extraction window is {layouts[0].fed_width} tokens fed, more than {lm.name}'s context of "
+                         f"{lm.max_length}: shorten the prefix or suffix")
     counts = [len(layout.starts) for layout in layouts]
     if sum(counts) > MAX_WINDOWS:
         raise ValueError(f"{sum(counts):,} windows to test, more than {MAX_WINDOWS:,} at once: raise the stride "

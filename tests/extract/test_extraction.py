@@ -219,3 +219,8 @@ def test_too_many_windows_are_refused_before_the_model_runs(memorised, monkeypat
     with pytest.raises(ValueError, match=r"more than 10 at once: raise the stride \(now 3 tokens\)"):
         extract_texts(memorised, [" ".join(UNSEEN)], ExtractionSettings(**SMALL),
                       progress=lambda d, t: pytest.fail("ran"), cache=False)
+
+
+def test_a_window_longer_than_the_context_is_refused(memorised):
+    with pytest.raises(ValueError, match=r"an extraction window is 301 tokens fed, more than .* context of 256"):
+        extract_texts(memorised, [" ".join(UNSEEN * 4)], ExtractionSettings(prefix=150, suffix=150), cache=False)
