@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import duckdb
 import pandas as pd
@@ -74,15 +74,16 @@ class ResultsStore:
         return connect(self.path)
 
     # runs ---------------------------------------------------------------------------------------
-    def plan_run(self, run: RunRecord, plan: dict, snippets: pd.DataFrame, problems: list[tuple[str, str, str]]) -> bool:
-        """Write the run, its plan, snippets (`SNIPPET_COLUMNS`) and (book, role, message) problems in one transaction.
+    def plan_run(self, run: RunRecord, plan: dict, snippets: pd.DataFrame | Iterable[pd.DataFrame],
+                 problems: list[tuple[str, str, str]]) -> bool:
+        """Write the run, its plan, snippets (`SNIPPET_COLUMNS`; a frame, or frames a chunk at a time) and (book, role,
+        message) problems in one transaction.
 
         True if the run was created, False if it existed with the same plan (resume; its snippets
         stay as they are). `PlanMismatch` names what differs when it exists with another plan; a
         run stored before plans were kept (plan NULL) must be checked by the caller, and gets `plan`.
         """
-        frame = snippets[SNIPPET_COLUMNS].copy()
-        frame.insert(0, "run_id", run.run_id)
+        chunks = [snippets] if isinstance(snippets, pd.DataFrame) else snippets
         problem_rows = pd.DataFrame([[run.run_id, *p] for p in problems], columns=["run_id", "book", "role", "message"])
         stamp = now()
         with self._connect() as con, transaction(con):
@@ -98,7 +99,10 @@ class ResultsStore:
                 con.execute("UPDATE runs SET plan = ? WHERE run_id = ?", [to_json(plan), run.run_id])
             elif json.loads(row[0]) != json.loads(to_json(plan)):
                 raise PlanMismatch(plan_difference(run.run_id, json.loads(row[0]), json.loads(to_json(plan))))
-            _insert_missing(con, "snippets", frame)
+            for chunk in chunks:
+                frame = chunk[SNIPPET_COLUMNS].copy()
+                frame.insert(0, "run_id", run.run_id)
+                _insert_missing(con, "snippets", frame)
             con.execute("DELETE FROM problems WHERE run_id = ?", [run.run_id])
             con.register("new_problems", problem_rows)
             con.execute("INSERT INTO problems SELECT * FROM new_problems")
