@@ -34,8 +34,8 @@ ROLES = ("calibration", "audit")
 def plan_audit(store: ResultsStore, model: ModelRef, books: Iterable[Book | Problem],
                calibration: Iterable[Book | Problem], settings: AuditSettings, problems: list[tuple[str, str, str]] = (),
                *, lm: LanguageModel, run_id: str | None = None, backend: str = "local") -> str:
-    """Read the books, write the run and its snippets to the store in one transaction (unless already there); return
-    the run id.
+    """Read the books and write the run and its snippets to the store, whole or not at all (unless already there);
+    return the run id.
 
     `books` and `calibration` are lists of books or opened sources (`sources.open_books`), read here one book at a
     time; the problems they yield are stored with the run. `model` is the run's model (its spec is recorded), `lm`
@@ -72,11 +72,17 @@ def _stage_books(stage: SnippetStage, sources: dict[str, Iterable[Book | Problem
                  settings: AuditSettings) -> tuple[list[tuple], list[tuple], set]:
     """Cut each role's books into snippets as they are read and stage them: (problems of reading, problems of books
     too short for one snippet, the labels of the calibration books that gave snippets)."""
-    read, short, classes = [], [], set()
+    read, short, classes, calibration_names = [], [], set(), set()
     for role, items in sources.items():
         for item in items:
             if isinstance(item, Problem):
                 read.append((item.book, role, item.message))
+                continue
+            if role == "calibration":
+                calibration_names.add(item.name)
+            elif item.name in calibration_names:  # its snippet ids would be a calibration book's
+                read.append((item.name, role, f"{item.name}: a calibration book has the same name; not audited "
+                                              "(rename one of them)"))
                 continue
             snippets = one_book(item, settings.snippet_words, settings.max_snippets_per_book)
             if isinstance(snippets, Problem):

@@ -123,3 +123,18 @@ def test_reading_and_planning_holds_one_book_not_the_source(tmp_path, lm):
     # the whole source is 24 MB of text: held whole (with its snippets) it is over 48 MB; one book at a time, one
     # book's bytes, text and snippets, and the rows waiting to be staged (`staging.FLUSH_CHARS`) at most
     assert peak < 5 * book_chars, f"{peak / 1e6:.1f} MB traced for books of {book_chars / 1e6:.0f} MB"
+
+
+def test_a_book_named_as_a_calibration_book_is_a_problem_not_a_crash(tmp_path, lm):
+    calibration = write_calibration(tmp_path / "cal")
+    (tmp_path / "books").mkdir()
+    (tmp_path / "books" / "m0.txt").write_text(words(100, "x"))  # the name of a member calibration book
+    (tmp_path / "books" / "other.txt").write_text(words(100, "y"))
+    store = ResultsStore(tmp_path / "r.duckdb")
+    inputs = read_audit_inputs(tmp_path / "books", calibration)
+    run_id = plan_audit(store, ModelRef("tiny"), inputs.books, inputs.calibration, SETTINGS, lm=lm)
+    stored = store.results(run_id, with_texts=True)
+    assert stored.loc[stored["snippet_id"] == "m0#00000", "text"].tolist() == [naive_snippets(words(120, "m0-"), 50)[0]]
+    assert sorted(stored.loc[stored["role"] == "audit", "snippet_id"]) == ["other#00000", "other#00001"]
+    problem = store.problems(run_id).set_index("book").loc["m0"]
+    assert problem["role"] == "audit" and "a calibration book has the same name" in problem["message"]
