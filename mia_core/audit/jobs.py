@@ -1,67 +1,43 @@
-"""Book-audit jobs: plan the snippets into the results store, score what is pending, analyse what is stored.
+"""Book-audit jobs: plan the snippets into the results store (`planning`), score what is pending, analyse what is
+stored.
 
-A job's id is derived from everything that determines its scores (model fingerprint, method,
-parameters, BOS policy, snippet size, every snippet's text), so running the same audit again
-resumes it: only snippets without a stored score are computed. The same things, hashed, are the
-run's plan: a job named with `run_id` whose stored plan differs is refused, never resumed with
-other texts. The analysis (threshold rule, target FPR, bootstrap seed) runs on the stored keys and
-scores, without texts, and can be redone without the model; texts are fetched only for the
-snippets shown.
+A job's id is derived from everything that determines its scores (`planning.plan_audit`), so running the same
+audit again resumes it: only snippets without a stored score are computed. The analysis (threshold rule, target
+FPR, bootstrap seed) runs on the stored keys and scores, without texts, and can be redone without the model;
+texts are fetched only for the snippets shown.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
-from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
 from ..model.options import ModelRef
 from ..runs import ray_driver
 from ..runs.backends import check_backend
 from ..runs.ray_driver import RayOptions, WorkerError
-from ..runs.store import PlanMismatch, ResultsStore, RunRecord, plan_difference
+from ..runs.store import ResultsStore
 from ..scoring import score_table
 from ..version import code_version
 from .batches import batch_sizes, score_claimed
 from .books import analyse_books
 from .extraction import ExtractionEvidence
 from .calibration import Calibration, calibrate
-from .snippets import book_snippets
+from .planning import plan_audit
+from .settings import AuditSettings
 from .sources import Book, Problem, problem_rows
 
-KIND = "book-audit"
+__all__ = ["TEXT_CHUNK_ROWS", "AuditResult", "AuditSettings", "audit_result", "audit_task", "plan_audit",
+           "run_audit", "run_scoring", "score_snippets"]
+
 #: Snippet texts fetched per query when a whole table with texts is written (snippets.csv): about 60 MB of text
 #: at 512-word snippets, so exporting 10^6 snippets never holds more than one chunk of texts.
 TEXT_CHUNK_ROWS = 20_000
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class AuditSettings:
-    """Everything a book audit is run with. `params` are the method's parameters (e.g. k)."""
-
-    method: str = "min_k_pp"
-    params: dict = field(default_factory=lambda: {"k": 0.2})
-    snippet_words: int = 512
-    max_snippets_per_book: int | None = None
-    bos: str = "auto"
-    rule: str = "fpr"
-    target_fpr: float = 0.05
-    seed: int = 0
-    n_boot: int = 1000
-    ci: float = 0.95
-    batch_snippets: int = 16
-
-    def scoring_key(self) -> dict:
-        """The settings that change snippet scores (the rest only change the analysis)."""
-        return {"method": self.method, "params": self.params, "snippet_words": self.snippet_words, "bos": self.bos,
-                "max_snippets_per_book": self.max_snippets_per_book}
 
 
 @dataclass
@@ -92,72 +68,6 @@ class AuditResult:
         for start in range(0, len(self.snippets), rows):
             chunk = self.snippets.iloc[start:start + rows]
             yield chunk.assign(text=self.texts(chunk["snippet_id"]).to_numpy())
-
-
-def plan_audit(store: ResultsStore, model: ModelRef, books: list[Book], calibration: list[Book], settings: AuditSettings,
-               problems: list[tuple[str, str, str]] = (), *, lm: LanguageModel, run_id: str | None = None,
-               backend: str = "local") -> str:
-    """Write the run and its snippets to the store in one transaction (unless already there); return the run id.
-
-    `model` is the run's model (its spec is recorded), `lm` that model loaded here (its fingerprint names the run).
-    `problems` are (book, role, message) for books that could not be read; books too short for one
-    snippet are added to them. Calibration books keep their labels; audited books are unlabelled.
-    A run named `run_id` that exists with another plan (model, scoring settings, texts) is refused
-    with a ValueError naming what changed; with the same plan it is resumed.
-    """
-    check_backend(backend)
-    cal_snippets, cal_short = book_snippets(calibration, settings.snippet_words, settings.max_snippets_per_book)
-    audit_snippets, audit_short = book_snippets(books, settings.snippet_words, settings.max_snippets_per_book)
-    labels = {b.name: b.label for b in calibration}
-    if {labels[s.book] for s in cal_snippets} != {0, 1}:
-        raise ValueError("the calibration books give no snippets of one class (too short for "
-                         f"{settings.snippet_words}-word snippets?); it needs known members and known non-members")
-    if not audit_snippets:
-        raise ValueError(f"no book to audit is at least {settings.snippet_words} words long")
-    frame = pd.DataFrame(
-        [{"role": "calibration", "label": labels[s.book], **asdict(s)} for s in cal_snippets]
-        + [{"role": "audit", "label": None, **asdict(s)} for s in audit_snippets])
-    frame["label"] = frame["label"].astype("Int64")
-    run_id = run_id or _derive_run_id(lm.fingerprint, settings, frame)
-    plan = audit_plan(lm.fingerprint, settings, frame)
-    exists, stored = store.stored_plan(run_id)
-    if exists and stored is None:  # stored before plans were kept: its plan, from its stored snippets
-        stored = _stored_run_plan(store, run_id)
-        if stored != plan:
-            raise PlanMismatch(plan_difference(run_id, stored, plan))
-    store.plan_run(RunRecord(run_id, KIND, model.spec, lm.fingerprint, settings.method, settings.params, settings.seed,
-                             code_version(), backend, asdict(settings)), plan, frame,
-                   list(problems) + [(p.book, "calibration", p.message) for p in cal_short]
-                   + [(p.book, "audit", p.message) for p in audit_short])
-    return run_id
-
-
-def audit_plan(fingerprint: str, settings: AuditSettings, frame: pd.DataFrame) -> dict:
-    """What a run's scores depend on: the model, the scoring settings, and a hash of each role's snippets."""
-    plan = {"model": fingerprint, "scoring": json.loads(json.dumps(settings.scoring_key(), sort_keys=True, default=str))}
-    for role in ("calibration", "audit"):
-        digest = hashlib.sha256()
-        for row in frame[frame["role"] == role].sort_values("snippet_id").itertuples():
-            label = "" if pd.isna(row.label) else int(row.label)
-            digest.update(f"{row.snippet_id}\t{label}\t{text_sha256(row.text)}\n".encode())
-        plan[f"{role} books"] = digest.hexdigest()
-    return plan
-
-
-def _stored_run_plan(store: ResultsStore, run_id: str) -> dict:
-    """The plan of a stored run, recomputed from its row and its stored snippets."""
-    run = store.run(run_id)
-    frame = store.results(run_id)[["snippet_id", "role", "label"]]
-    frame = frame.assign(text=store.snippet_texts(run_id, frame["snippet_id"]).to_numpy())
-    return audit_plan(run["fingerprint"], AuditSettings(**run["config"]), frame)
-
-
-def _derive_run_id(fingerprint: str, settings: AuditSettings, frame: pd.DataFrame) -> str:
-    """12 hex digits of a hash over the model, scoring settings and every (role, snippet id, label, text)."""
-    digest = hashlib.sha256(json.dumps([fingerprint, settings.scoring_key()], sort_keys=True, default=str).encode())
-    for row in frame.itertuples():
-        digest.update(f"{row.role}\t{row.snippet_id}\t{row.label}\t{text_sha256(row.text)}\n".encode())
-    return digest.hexdigest()[:12]
 
 
 def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: LanguageModel | None = None,
@@ -288,7 +198,8 @@ def audit_result(store: ResultsStore, run_id: str, settings: AuditSettings | Non
     return AuditResult(store.run(run_id), settings, calibration, books, snippets, store.problems(run_id), store)
 
 
-def run_audit(model: ModelRef, books: list[Book], calibration: list[Book], settings: AuditSettings,
+def run_audit(model: ModelRef, books: Iterable[Book | Problem], calibration: Iterable[Book | Problem],
+              settings: AuditSettings,
               store: ResultsStore, *, lm: LanguageModel | None = None, problems: list[Problem | tuple] = (),
               run_id: str | None = None, progress: Progress | None = None, backend: str = "local",
               ray_address: str | None = None, ray_options: RayOptions | None = None) -> AuditResult:

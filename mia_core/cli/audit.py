@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 import typer
 
@@ -11,7 +11,7 @@ from ..audit.extraction import extraction_evidence, finding
 from ..audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from ..audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
 from ..audit.report import write_report
-from ..audit.sources import read_audit_inputs
+from ..audit.sources import AuditInputs, Book, read_audit_inputs
 from ..extract import ExtractionSettings
 from ..limits import is_run_id
 from ..methods import get_method
@@ -139,8 +139,10 @@ def audit_books_cmd(
     echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)
 
 
-def extraction_books(inputs) -> list[tuple[str, str, str]]:
-    """(name, role, text) of every audited, then every calibration book, for the extraction pass."""
-    roles = {1: "calibration member", 0: "calibration non-member"}
-    return [(b.name, "audited", b.text) for b in inputs.books] + \
-        [(b.name, roles[b.label], b.text) for b in inputs.calibration]
+def extraction_books(inputs: AuditInputs) -> Iterator[tuple[str, str, str]]:
+    """(name, role, text) of every audited, then every calibration book, read one at a time for the extraction pass."""
+    roles = {None: "audited", 1: "calibration member", 0: "calibration non-member"}
+    for source in (inputs.books, inputs.calibration):
+        for book in source:
+            if isinstance(book, Book):
+                yield book.name, roles[book.label], book.text

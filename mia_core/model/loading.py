@@ -1,7 +1,8 @@
 """`load_model`: the embedded demo model, a local folder, or a Hugging Face hub id — safely.
 
 Safe by default: `trust_remote_code=False`, safetensors only (pickle checkpoints need
-`allow_pickle=True`), and a missing model fails in seconds when the hub is unreachable.
+`allow_pickle=True`, and are then unpickled whole, with a warning), and a missing model fails in seconds
+when the hub is unreachable.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import shutil
 import socket
 import threading
 import uuid
+import warnings
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -24,6 +26,7 @@ from .builtin import DEMO_KNOWN_NAME, DEMO_NAME, DEMO_PACKAGE, DEMO_TRAPS_NAME, 
 from .identity import file_sha256, tokenizer_fingerprint
 from .language_model import LanguageModel
 from .lora import attach_adapter
+from .pickled import load_pickled
 
 WEIGHT_SUFFIXES_SAFE = (".safetensors",)
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt")
@@ -74,11 +77,15 @@ def load_model(
     else:
         folder, name = resolve_folder(spec, allow_pickle=allow_pickle, remote_code=trust_remote_code), spec
     check_weights(folder, allow_pickle)
+    pickled = pickle_only(folder)  # reached only with allow_pickle: check_weights refuses it otherwise
+    if pickled:
+        warnings.warn(f"{folder}: loading pickle weights (--allow-pickle): unpickling can run any code the file "
+                      "holds; do this only for a source you trust", stacklevel=2)
     try:
         with _LOAD_LOCK:
-            model, info = AutoModelForCausalLM.from_pretrained(
-                folder, dtype=dtype_t, trust_remote_code=trust_remote_code,
-                use_safetensors=None if allow_pickle else True, output_loading_info=True)
+            model, info = load_pickled(folder, dtype_t) if pickled else AutoModelForCausalLM.from_pretrained(
+                folder, dtype=dtype_t, trust_remote_code=trust_remote_code, use_safetensors=True,
+                output_loading_info=True)
             check_loading_info(info, folder)
             model = model.to(device_t)
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
@@ -234,6 +241,12 @@ def hub_reachable(endpoint: str, timeout: float = 2.0) -> bool:
     return bool(answer and answer[0])
 
 
+def pickle_only(folder: Path) -> bool:
+    """Whether the folder's weights are pickle files only (no safetensors, which transformers would prefer)."""
+    files = [p.name for p in folder.iterdir()]
+    return not any(f.endswith(WEIGHT_SUFFIXES_SAFE) for f in files) and any(f.endswith(WEIGHT_SUFFIXES_PICKLE) for f in files)
+
+
 def check_weights(folder: Path, allow_pickle: bool) -> None:
     """Refuse folders without weights, and pickle-only checkpoints unless allowed."""
     if not (folder / "config.json").exists():
@@ -241,7 +254,7 @@ def check_weights(folder: Path, allow_pickle: bool) -> None:
     files = [p.name for p in folder.iterdir()]
     if any(f.endswith(WEIGHT_SUFFIXES_SAFE) for f in files):
         return
-    if any(f.endswith(WEIGHT_SUFFIXES_PICKLE) for f in files):
+    if pickle_only(folder):
         if allow_pickle:
             return
         raise ModelLoadError(

@@ -2,10 +2,11 @@
 
 Runs (jobs) are rows of `runs`; their planned snippets are rows of `snippets`; every score is a row
 of `scores` committed as soon as its batch finishes, so a killed process loses at most the batch in
-flight and a restart recomputes nothing that is stored. A run is planned in one transaction (its row,
-plan hash, snippets and problems, or nothing), and a scoring process records its pid, host and a
-heartbeat per batch, so a run whose process is gone is shown as interrupted, not running
-(`run_status`). Reading a run never writes to it. The file, its schema, connections and chunked
+flight and a restart recomputes nothing that is stored. A run is planned whole or not at all: its
+snippets are committed in chunks, then its row (with its plan hash) and problems in one last
+transaction, so no run exists with part of its snippets (`plan_run`); and a scoring process
+records its pid, host and a heartbeat per batch, so a run whose process is gone is shown as
+interrupted, not running (`run_status`). Reading a run never writes to it. The file, its schema, connections and chunked
 reads are `store_db`'s.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import duckdb
 import pandas as pd
@@ -35,6 +36,9 @@ __all__ = ["HOST", "LOCK_WAIT_S", "MEMORY_LIMIT", "POINT_LOOKUPS", "SCORE_COLUMN
 
 SNIPPET_COLUMNS = ["snippet_id", "book", "role", "label", "position", "n_words", "text"]
 SCORE_COLUMNS = ["snippet_id", "score", "n_tokens", "truncated"]
+#: Planned snippets committed together while a new run is written: about 30 MB of 512-word texts, which DuckDB holds
+#: in memory until they are committed (in one transaction, the snippets of a 2 GB source took 2.5 GB, past its limit).
+PLAN_COMMIT_ROWS = 10_000
 #: Up to this many texts are fetched one id at a time (a filtered lookup reads only those rows); more, by one scan.
 POINT_LOOKUPS = 256
 
@@ -43,6 +47,39 @@ def default_store_path() -> Path:
     """The shared store (the dashboard and the CLI both default to it): `$MIA_LENS_STORE`, else in the cache."""
     env = os.environ.get("MIA_LENS_STORE")
     return Path(env).expanduser() if env else cache_root() / "results.duckdb"
+
+
+def _stored_plan_row(con: duckdb.DuckDBPyConnection, run_id: str, plan: dict) -> tuple | None:
+    """The run's (plan,) row, None when it is not stored; `PlanMismatch` when its stored plan is another."""
+    rows = con.execute("SELECT plan FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    if rows and rows[0][0] is not None and json.loads(rows[0][0]) != json.loads(to_json(plan)):
+        raise PlanMismatch(plan_difference(run_id, json.loads(rows[0][0]), json.loads(to_json(plan))))
+    return rows[0] if rows else None
+
+
+def _insert_committing(con: duckdb.DuckDBPyConnection, chunks: Iterable[pd.DataFrame], run_id: str) -> None:
+    """Insert the chunks' snippets, committing every `PLAN_COMMIT_ROWS` rows or so."""
+    held = 0
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for chunk in chunks:
+            _insert_missing(con, "snippets", _keyed(chunk, run_id))
+            held += len(chunk)
+            if held >= PLAN_COMMIT_ROWS:
+                con.execute("COMMIT")
+                con.execute("BEGIN TRANSACTION")
+                held = 0
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _keyed(chunk: pd.DataFrame, run_id: str) -> pd.DataFrame:
+    """A chunk of planned snippets as rows of the `snippets` table (`run_id` first)."""
+    frame = chunk[SNIPPET_COLUMNS].copy()
+    frame.insert(0, "run_id", run_id)
+    return frame
 
 
 @dataclass(frozen=True)
@@ -76,35 +113,52 @@ class ResultsStore:
         return connect(self.path)
 
     # runs ---------------------------------------------------------------------------------------
-    def plan_run(self, run: RunRecord, plan: dict, snippets: pd.DataFrame, problems: list[tuple[str, str, str]]) -> bool:
-        """Write the run, its plan, snippets (`SNIPPET_COLUMNS`) and (book, role, message) problems in one transaction.
+    def plan_run(self, run: RunRecord, plan: dict, snippets: pd.DataFrame | Iterable[pd.DataFrame],
+                 problems: list[tuple[str, str, str]]) -> bool:
+        """Write the run, its plan, snippets (`SNIPPET_COLUMNS`; a frame, or frames a chunk at a time) and (book, role,
+        message) problems; the run exists only once all of them are stored.
 
         True if the run was created, False if it existed with the same plan (resume; its snippets
         stay as they are). `PlanMismatch` names what differs when it exists with another plan; a
         run stored before plans were kept (plan NULL) must be checked by the caller, and gets `plan`.
+        A new run's snippets are committed `PLAN_COMMIT_ROWS` at a time (DuckDB holds what is not
+        committed in memory, past its limit: 2.5 GB for a 2 GB source at once), then its row and
+        problems in one last transaction, on one connection (no other process opens the file
+        meanwhile). Snippets of a run id without a row (a planning killed before its end) are
+        removed when that run is planned again.
         """
-        frame = snippets[SNIPPET_COLUMNS].copy()
-        frame.insert(0, "run_id", run.run_id)
-        problem_rows = pd.DataFrame([[run.run_id, *p] for p in problems], columns=["run_id", "book", "role", "message"])
+        chunks = [snippets] if isinstance(snippets, pd.DataFrame) else snippets
+        with self._connect() as con:
+            with transaction(con):
+                new = _stored_plan_row(con, run.run_id, plan) is None
+                if new:
+                    con.execute("DELETE FROM snippets WHERE run_id = ?", [run.run_id])
+            if new:
+                _insert_committing(con, chunks, run.run_id)
+            with transaction(con):
+                row = _stored_plan_row(con, run.run_id, plan)
+                self._write_run(con, run, plan, row, problems)
+                for chunk in () if new else chunks:  # a resumed run: anything missing, with its row
+                    _insert_missing(con, "snippets", _keyed(chunk, run.run_id))
+        return new
+
+    @staticmethod
+    def _write_run(con: duckdb.DuckDBPyConnection, run: RunRecord, plan: dict, row: tuple | None,
+                   problems: list[tuple[str, str, str]]) -> None:
+        """The run's row (new, or its plan set when it had none) and its problems (replacing any stored)."""
         stamp = now()
-        with self._connect() as con, transaction(con):
-            rows = con.execute("SELECT plan FROM runs WHERE run_id = ?", [run.run_id]).fetchall()
-            row = rows[0] if rows else None
-            if row is None:
-                con.execute("""INSERT INTO runs (run_id, kind, created_at, updated_at, status, message, model, fingerprint,
-                                                 method, params, seed, code_version, backend, config, plan)
-                               VALUES (?, ?, ?, ?, 'created', '', ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                            [run.run_id, run.kind, stamp, stamp, run.model, run.fingerprint, run.method, to_json(run.params),
-                             run.seed, run.code_version, run.backend, to_json(run.config), to_json(plan)])
-            elif row[0] is None:
-                con.execute("UPDATE runs SET plan = ? WHERE run_id = ?", [to_json(plan), run.run_id])
-            elif json.loads(row[0]) != json.loads(to_json(plan)):
-                raise PlanMismatch(plan_difference(run.run_id, json.loads(row[0]), json.loads(to_json(plan))))
-            _insert_missing(con, "snippets", frame)
-            con.execute("DELETE FROM problems WHERE run_id = ?", [run.run_id])
-            con.register("new_problems", problem_rows)
-            con.execute("INSERT INTO problems SELECT * FROM new_problems")
-        return row is None
+        if row is None:
+            con.execute("""INSERT INTO runs (run_id, kind, created_at, updated_at, status, message, model, fingerprint,
+                                             method, params, seed, code_version, backend, config, plan)
+                           VALUES (?, ?, ?, ?, 'created', '', ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                        [run.run_id, run.kind, stamp, stamp, run.model, run.fingerprint, run.method, to_json(run.params),
+                         run.seed, run.code_version, run.backend, to_json(run.config), to_json(plan)])
+        elif row[0] is None:
+            con.execute("UPDATE runs SET plan = ? WHERE run_id = ?", [to_json(plan), run.run_id])
+        con.execute("DELETE FROM problems WHERE run_id = ?", [run.run_id])
+        con.register("new_problems", pd.DataFrame([[run.run_id, *p] for p in problems],
+                                                  columns=["run_id", "book", "role", "message"]))
+        con.execute("INSERT INTO problems SELECT * FROM new_problems")
 
     def stored_plan(self, run_id: str) -> tuple[bool, dict | None]:
         """(whether the run exists, its plan or None when it was stored before plans were kept)."""

@@ -155,7 +155,7 @@ from tests.audit.test_job_hardening import SETTINGS, library, tiny_lm
 
 store_path, stage, cache = sys.argv[1:4]
 die = lambda: os.kill(os.getpid(), signal.SIGKILL)
-if stage == "plan":  # killed inside the planning transaction, after the run row and its snippets were inserted
+if stage == "plan":  # killed while planning, after its first snippets were committed (the run's row comes last)
     insert = store_mod._insert_missing
     store_mod._insert_missing = lambda *a, **k: (insert(*a, **k), die())
 else:  # killed while scoring the third batch, after two were committed
@@ -186,7 +186,7 @@ def test_kill_9_while_planning_leaves_no_half_planned_run(tmp_path):
     path = tmp_path / "r.duckdb"
     killed_worker(path, "plan", tmp_path / "cache")
     store = ResultsStore(path)
-    assert store.runs().empty  # not a run with 0 (or some) snippets: the whole plan was rolled back
+    assert store.runs().empty  # not a run with 0 (or some) snippets: the run's row was never written
     books, calibration = library()
     lm = tiny_lm(tmp_path / "cache")
     plan_audit(store, ModelRef("tiny"), books, calibration, SETTINGS, lm=lm)

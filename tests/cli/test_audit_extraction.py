@@ -30,11 +30,12 @@ def test_extraction_figures_per_book_match_the_api(tmp_path, model_dir):
     assert code == 0, err
     table = pd.read_csv(out / "extraction.csv")
     inputs = read_audit_inputs(str(books), str(cal))
-    assert table["role"].tolist() == ["audited"] * len(inputs.books) + [
-        "calibration member" if b.label == 1 else "calibration non-member" for b in inputs.calibration]
+    audited, calibration = list(inputs.books), list(inputs.calibration)
+    assert table["role"].tolist() == ["audited"] * len(audited) + [
+        "calibration member" if b.label == 1 else "calibration non-member" for b in calibration]
     lm = load_model(str(model_dir), device="cpu")
     settings = ExtractionSettings(prefix=8, suffix=6, stride=5, top_k=5)
-    every = inputs.books + inputs.calibration
+    every = audited + calibration
     results = extract_texts(lm, [b.text for b in every], settings, cache=False)
     for book, result, row in zip(every, results, table.to_dict("records")):
         want = book_row(book.name, result)

@@ -29,7 +29,8 @@ def test_pickle_weights_refused_unless_allowed(tmp_path, monkeypatch):
     tok.save_pretrained(tmp_path / "m")
     with pytest.raises(ModelLoadError, match="allow_pickle"):
         load_model(str(tmp_path / "m"))
-    lm = load_model(str(tmp_path / "m"), allow_pickle=True, device="cpu")
+    with pytest.warns(UserWarning, match="pickle weights"):
+        lm = load_model(str(tmp_path / "m"), allow_pickle=True, device="cpu")
     assert lm.vocab_width == 300 and lm.device.type == "cpu"
 
 
