@@ -120,7 +120,8 @@ def test_greedy_flag_agrees_with_generate(memorised):
         for start, greedy in zip(result.windows["token_start"], result.windows["greedy"]):
             prefix = [boundary] + ids[start : start + settings.prefix]
             suffix = ids[start + settings.prefix : start + settings.window]
-            out = memorised.model.generate(torch.tensor([prefix]), do_sample=False, max_new_tokens=settings.suffix,
+            out = memorised.model.generate(torch.tensor([prefix]), attention_mask=torch.ones(1, len(prefix), dtype=torch.long),
+                                           do_sample=False, max_new_tokens=settings.suffix,
                                            min_new_tokens=settings.suffix, pad_token_id=boundary)
             assert (out[0, len(prefix):].tolist() == suffix) == bool(greedy)
 
@@ -140,7 +141,8 @@ def test_pz_matches_a_monte_carlo_estimate_from_top_k_samples(memorised):
             suffix = ids[start + settings.prefix : start + settings.window]
             torch.manual_seed(1000 + checked)
             n = 3000
-            out = memorised.model.generate(torch.tensor([prefix]), do_sample=True, top_k=settings.top_k, top_p=1.0,
+            out = memorised.model.generate(torch.tensor([prefix]), attention_mask=torch.ones(1, len(prefix), dtype=torch.long),
+                                           do_sample=True, top_k=settings.top_k, top_p=1.0,
                                            temperature=settings.temperature, max_new_tokens=settings.suffix,
                                            min_new_tokens=settings.suffix, num_return_sequences=n,
                                            pad_token_id=boundary)
