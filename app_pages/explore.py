@@ -261,4 +261,4 @@ if request is not None and (methods or extra):
             st.error("Nothing to score: the text is empty.")
         else:
             draw_results(stats, stamp, request, methods, extra, values, helpers, scale_how, reference_choice)
-extraction_section(spec, text, bos)
+extraction_section(None if spec in st.session_state.get(FAILED, {}) else spec, text, bos)  # never a failed model

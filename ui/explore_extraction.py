@@ -245,7 +245,7 @@ def offer_run(spec: str, text: str, bos: str, settings: ExtractionSettings) -> N
     """The cost line (or the short-text sentence) and the Run button; a press runs the extraction."""
     try:
         plan = plan_run(spec, text, bos, settings.prefix, settings.suffix, settings.stride)
-    except ValueError as err:  # e.g. a tokenizer without character offsets
+    except ValueError as err:  # e.g. a tokenizer without character offsets, or a model that does not load
         st.error(str(err))
         return
     device, context = device_type(spec), cached_model(spec).max_length
