@@ -56,10 +56,11 @@ def test_greedy_decoding_reproduces_exactly_the_flagged_windows(traps, under):
         if row.exposure < 10:
             continue
         ids = lm.tokenizer(row.text)["input_ids"]
-        for start, greedy in zip(result.windows["token_start"], result.windows["greedy"]):
-            prefix = lead + ids[start : start + s.prefix]
-            out = lm.model.generate(torch.tensor([prefix]), attention_mask=torch.ones(1, len(prefix), dtype=torch.long),
-                                    do_sample=False, max_new_tokens=s.suffix, min_new_tokens=s.suffix, pad_token_id=0)
-            assert (out[0, len(prefix):].tolist() == ids[start + s.prefix : start + s.window]) == bool(greedy)
+        starts, flags = result.windows["token_start"].tolist(), result.windows["greedy"].tolist()
+        prefixes = torch.tensor([lead + ids[a : a + s.prefix] for a in starts])  # equal lengths: one batch, no padding
+        out = lm.model.generate(prefixes, attention_mask=torch.ones_like(prefixes), do_sample=False,
+                                max_new_tokens=s.suffix, min_new_tokens=s.suffix, pad_token_id=0)
+        for a, greedy, generated in zip(starts, flags, out[:, prefixes.shape[1]:].tolist()):
+            assert (generated == ids[a + s.prefix : a + s.window]) == bool(greedy)
             checked[bool(greedy)] += 1
     assert checked[True] >= 5 and checked[False] >= 5  # both kinds checked
