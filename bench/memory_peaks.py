@@ -17,16 +17,15 @@ import csv
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.tiny import WORDS, random_texts, save_tiny_model  # noqa: E402  (after the path is set)
+from child_peak import run_measured  # noqa: E402
 
 #: What the generated long text is made of besides words: runs of spaces, newlines, unicode, a long unbroken token.
 #: No character beyond the BMP (an emoji): Python would then hold the whole text at 4 bytes a character, not 2.
@@ -73,23 +72,10 @@ def run_case(model: str, path: Path, out: Path, cache: Path, extra: list[str], t
     command = [sys.executable, "-m", "mia_core", "score", "--model", model, "--input", str(path),
                "--output", str(out), "--device", "cpu", "--methods", "loss,zlib,min_k,min_k_pp", *extra]
     env = {**os.environ, "MIA_LENS_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "true"}
-    start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=source, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = start + timeout
-    while True:  # poll so a run past the timeout is stopped (and reported) rather than left running
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            child.kill()
-            pid, status, usage = os.wait4(child.pid, 0)
-            break
-        time.sleep(0.05)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
+    peak, wall, code, said = run_measured(command, source, env, timeout)
     if code:
-        print(f"  exit {code}: {child.stderr.read().decode()[-400:]!r}", file=sys.stderr)
-    return usage.ru_maxrss / 1024, wall, code
+        print(f"  exit {code}: {said[-400:]!r}", file=sys.stderr)
+    return peak, wall, code
 
 
 def main() -> None:

@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 
@@ -29,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.tiny import WORDS, save_tiny_model  # noqa: E402  (after the path is set)
+from child_peak import run_measured  # noqa: E402
 
 #: What the child runs (in the checkout given by --source): the CLI's reading and planning, nothing scored.
 CHILD = """
@@ -92,21 +91,9 @@ def write_calibration(folder: Path) -> Path:
 def run_child(source: Path, books: Path, calibration: Path, model: Path, store: Path, timeout: float) -> tuple[float, float, int, str]:
     """(peak RSS in MB, wall seconds, exit status, the child's last words) of one read-and-plan run."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MIA_LENS_CACHE": str(store.parent / "cache")}
-    start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(books), str(calibration), str(model), str(store)], cwd=source, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = start + timeout
-    while True:  # poll so a run past the timeout is stopped (and reported) rather than left running
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            child.kill()
-            pid, status, usage = os.wait4(child.pid, 0)
-            break
-        time.sleep(0.05)
-    said = child.stderr.read().decode().strip().splitlines()
-    return usage.ru_maxrss / 1024, time.perf_counter() - start, os.waitstatus_to_exitcode(status), (said or [""])[-1]
+    peak, wall, code, said = run_measured([sys.executable, "-c", CHILD, str(books), str(calibration), str(model),
+                                           str(store)], source, env, timeout)
+    return peak, wall, code, (said.strip().splitlines() or [""])[-1]
 
 
 def main() -> None:
