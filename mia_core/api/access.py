@@ -51,7 +51,7 @@ class ModelAccess(Access):
         if self.full_distribution or self.top_k >= FULL_VOCABULARY:
             return f"{self.where} returns the whole next-token distribution"
         if self.top_k > 0:
-            return f"{self.where} returns {self.top_k} log-probs per token"
+            return f"{self.where} returns {self.top_k} log-prob{'' if self.top_k == 1 else 's'} per token"
         if self.token_logprob:
             return f"{self.where} returns only the true token's log-prob"
         return f"{self.where} returns no log-probs"

