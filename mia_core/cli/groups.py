@@ -120,4 +120,7 @@ def option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
 def load(spec: str, options: ModelOptions) -> LanguageModel:
     """Load a model with these options, saying so on stderr."""
     echo(f"loading model {spec} …", err=True)
-    return options.load(spec)
+    lm = options.load(spec)
+    for warning in getattr(lm, "warnings", []):  # a served model's: every run on it says so
+        echo(f"warning: {warning}", err=True)
+    return lm

@@ -23,6 +23,7 @@ import torch
 
 from ..paths import cache_root
 from .builtin import DEMO_KNOWN_NAME, DEMO_NAME, DEMO_PACKAGE, DEMO_TRAPS_NAME, demo_known_dir, demo_traps_dir
+from .errors import ModelLoadError
 from .identity import file_sha256, tokenizer_fingerprint
 from .language_model import LanguageModel
 from .lora import attach_adapter
@@ -38,10 +39,6 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 #: model (empty "meta" weights), so two dashboard sessions loading at once broke each other ("Cannot copy out of
 #: meta tensor"); the same lock makes threads convert the demo model once (other processes use their own folder).
 _LOAD_LOCK = threading.RLock()
-
-
-class ModelLoadError(ValueError):
-    """A model spec that cannot be loaded, with a message saying why and what to do."""
 
 
 def load_model(

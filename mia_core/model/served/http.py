@@ -9,6 +9,7 @@ from typing import Any
 
 import requests
 
+from ..errors import ModelLoadError
 from .spec import ServedSpec
 
 #: Answers worth trying again: overloaded (429) or a server-side failure that may pass.
@@ -20,8 +21,9 @@ BACKOFF_CAP_S = 30.0
 MAX_ANSWER_BYTES = 2 << 30
 
 
-class ServedError(ValueError):
-    """A served model that cannot be used or answered wrongly, phrased for the user."""
+class ServedError(ModelLoadError):
+    """A served model that cannot be used or answered wrongly, phrased for the user (a `ModelLoadError`: pages and
+    commands that report a model that failed to load report these the same way)."""
 
 
 class Client:
