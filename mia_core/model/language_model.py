@@ -10,6 +10,7 @@ from torch import nn
 
 from ..api.access import FULL_ACCESS, ModelAccess
 from .forward import Segment
+from .placement import cuda_devices, input_device
 from .identity import tokenizer_fingerprint
 from .pipeline import FinishedBatch, iter_batches
 from .stats_cache import StatsCache
@@ -48,7 +49,8 @@ class LanguageModel(StatsModel):
 
     @property
     def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        """Where inputs go: the input embedding's device (the first of a model sharded across devices)."""
+        return input_device(self.model)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -75,12 +77,13 @@ class LanguageModel(StatsModel):
 
     def auto_batch_tokens(self) -> int:
         """Token budget per batch: fixed on CPU; on CUDA, sized from free memory (a heuristic)."""
-        if self.device.type != "cuda":
+        devices = cuda_devices(self.model) or [self.device]
+        if devices[0].type != "cuda":
             return CPU_BATCH_TOKENS
-        free, _ = torch.cuda.mem_get_info(self.device)
-        # memory this process's allocator holds but does not use is free for us too (after a big batch,
-        # the caching allocator keeps it reserved and the driver reports it as used)
-        free += torch.cuda.memory_reserved(self.device) - torch.cuda.memory_allocated(self.device)
+        # memory this process's allocator holds but does not use is free for us too (after a big batch, the caching
+        # allocator keeps it reserved and the driver reports it as used); a sharded model: its tightest GPU's
+        free = min(torch.cuda.mem_get_info(d)[0] + torch.cuda.memory_reserved(d) - torch.cuda.memory_allocated(d)
+                   for d in devices)
         cfg = self.model.config
         hidden = getattr(cfg, "hidden_size", 1024)
         inter = getattr(cfg, "intermediate_size", None) or 4 * hidden
