@@ -56,6 +56,7 @@ BEFORE = {
     "reference build": "--model --input --output --methods --k --text-column --bos --long-text --param --device "
                        "--dtype --max-memory --allow-pickle --trust-remote-code",
     "reference show": "FOLDER",
+    "models check": "SPEC",
     "cache info": "",
     "cache clear": "",
 }
