@@ -40,7 +40,8 @@ def k_defaults() -> str:
     return "; ".join(f"{default:g} for {', '.join(names)}" for default, names in by_default.items())
 
 
-ModelOpt = typer.Option(..., "--model", help="'demo', a local folder, or a Hugging Face hub id")
+ModelOpt = typer.Option(..., "--model", help="'demo', a local folder, a Hugging Face hub id, or a server's URL with settings "
+                        "(http://HOST:PORT/v1?model=NAME; README: Served models)")
 MethodsOpt = typer.Option(DEFAULT_METHODS, "--methods", help="comma-separated method names (see: mia methods)")
 KOpt = typer.Option(0.2, "--k", help="fraction of tokens, for a method with a parameter k")
 MethodsKOpt = typer.Option(None, "--k", help=f"fraction of tokens for every chosen method with a k (default: each "
