@@ -6,6 +6,7 @@ is loaded under a sidebar status after the page ran (or earlier by a page that n
 """
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import streamlit as st
@@ -27,6 +28,8 @@ BUILT_IN = {
 }
 #: What the served model's box shows before anything is typed (README, "Served models").
 SERVED_EXAMPLE = "http://127.0.0.1:8000/v1?model=NAME"
+#: Set to 1 by an operator who lets the dashboard's visitors use API keys from its environment (SECURITY.md).
+SERVED_KEYS_ENV = "MIA_LENS_SERVED_KEYS"
 #: Session keys: specs that failed to load (spec → message), the spec known loaded, a spec from a link to confirm.
 FAILED, LOADED, UNCONFIRMED = "model_failed", "model_loaded", "model_unconfirmed"
 
@@ -68,6 +71,10 @@ def chosen_spec() -> str | None:
             return None
         if not mia_core.is_served_spec(spec):
             bar.error("A served model's address starts with http:// or https://.")
+            return None
+        if "key_env=" in spec and os.environ.get(SERVED_KEYS_ENV) != "1":  # a visitor could send our key anywhere
+            bar.error(f"This dashboard sends no API key from its environment (key_env=): its operator allows that "
+                      f"with {SERVED_KEYS_ENV}=1 (SECURITY.md).")
             return None
     else:
         spec = bar.text_input("Hub id or local folder", key="model_other", placeholder="EleutherAI/pythia-160m").strip()

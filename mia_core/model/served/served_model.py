@@ -26,9 +26,10 @@ from .probe import PROBE_TEXT, determinism_warning, served_identity
 from .shapes import SHAPES, Stats
 from .spec import ServedSpec, parse_served_spec
 
-#: vLLM's open bugs in prompt log-probs under LoRA adapters (Fast-MIA documents the same).
-LORA_WARNING = ("this is a LoRA adapter served by vLLM, whose prompt log-probs under adapters are known to be wrong "
-                "(vLLM issues #16668, #51594): serve the merged model for evidence")
+#: Why a LoRA adapter served by vLLM is refused (Fast-MIA documents the same bugs).
+LORA_REFUSAL = ("{name!r} is a LoRA adapter served by vLLM on {parent!r}: vLLM's prompt log-probs under adapters are "
+                "not trustworthy (vLLM issues #16668, #51594; its CPU engine with --enable-lora dies when two such "
+                "requests are batched): serve the merged model (the adapter merged into the weights) instead")
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,8 @@ class ServedModel(StatsModel):
         where = json.dumps([served.base_url, info.name, info.root, tokenizer_fingerprint(tokenizer)])
         self.fingerprint, record = served_identity(cache_root() / "served", where, self.probe_logprobs())
         self.identity_key = where
-        self.warnings: list[str] = [w for w in (determinism_warning(record.get("determinism")),
-                                                LORA_WARNING if info.parent and served.api == "vllm" else None) if w]
+        warning = determinism_warning(record.get("determinism"))
+        self.warnings: list[str] = [warning] if warning else []
 
     @property
     def access(self) -> ModelAccess:
@@ -165,6 +166,8 @@ def server_info(client: Client, served: ServedSpec) -> ServerInfo:
             raise ServedError(f"the server at {served.base_url} serves no model {served.model!r}; it serves: "
                               f"{', '.join(names) or 'none'}")
     parent = entry.get("parent")
+    if parent and served.api == "vllm":
+        raise ServedError(LORA_REFUSAL.format(name=entry["id"], parent=parent))
     limit = entry.get("max_model_len") or next((e.get("max_model_len") for e in entries if e["id"] == parent), None)
     return ServerInfo(entry["id"], entry.get("root"), parent, limit if isinstance(limit, int) else None,
                       entry.get("owned_by"))
