@@ -5,10 +5,12 @@ The engine runs from its own virtualenv (`.venv-vllm`, built by `make vllm` from
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -104,6 +106,11 @@ def server_command(model: Path, name: str, port: int, lora: dict[str, Path] | No
     return cmd
 
 
+def die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the test process dies (a killed pytest leaves no engine behind)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG (Linux)
+
+
 def get_json(url: str, timeout: float = 30) -> dict:
     """GET a JSON answer."""
     with urllib.request.urlopen(url, timeout=timeout) as answer:
@@ -157,7 +164,7 @@ def start_server(model: Path, name: str, log: Path, *, lora: dict[str, Path] | N
     started = time.monotonic()
     with log.open("w") as out:  # the child keeps its own handle; an unread pipe would block it once full
         process = subprocess.Popen(server_command(model, name, port, lora), cwd=ROOT, env=server_env(),
-                                   stdout=out, stderr=subprocess.STDOUT)
+                                   stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     server = VllmServer(f"http://127.0.0.1:{port}", process, log)
     while time.monotonic() - started < deadline_s:
         if process.poll() is not None:
