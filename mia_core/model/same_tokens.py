@@ -3,7 +3,8 @@
 EZ-MIA and WBC compare the two models token by token, so the reference must read exactly the ids the target's
 statistics pass fed (`B + ids(x)`, same BOS policy), not its own tokenisation of the text (which is what `ref` uses).
 The pass is the shared statistics kernel of `LanguageModel.token_stats` on the reference's weights with the target's
-tokenizer, cached on disk like the shared pass (keyed by both).
+tokenizer, cached on disk like the shared pass (keyed by both; by the reference alone when the two tokenizers are
+identical, so the pass is then the reference's own cached one).
 """
 from __future__ import annotations
 
@@ -26,9 +27,14 @@ def on_target_tokens(reference: LanguageModel, target: LanguageModel, method: st
     the reference's positions allow it); a reference with another tokenizer is refused with the spec's sentence."""
     if not same_tokenizer(reference, target):
         raise ValueError(f"{method} compares token by token: the reference model must share the target's tokenizer")
+    # an identical tokenizer makes this the reference's own pass: it shares that pass's cache entries (so a reference
+    # equal to the target reads the target's very statistics, d ≡ 0, not the float noise of another batching)
+    same = tokenizer_fingerprint(reference.tokenizer) == tokenizer_fingerprint(target.tokenizer)
+    fingerprint = reference.fingerprint if same else \
+        f"{reference.fingerprint}+tokens-of-{tokenizer_fingerprint(target.tokenizer)}"
     return LanguageModel(reference.model, target.tokenizer, name=f"{reference.name} on {target.name}'s tokens",
-                         fingerprint=f"{reference.fingerprint}+tokens-of-{tokenizer_fingerprint(target.tokenizer)}",
-                         max_length=target.max_length, stats_cache=reference.stats_cache, spec=reference.spec)
+                         fingerprint=fingerprint, max_length=target.max_length, stats_cache=reference.stats_cache,
+                         spec=reference.spec)
 
 
 def same_token_stats(reference: LanguageModel, target: LanguageModel, texts: Sequence[str], *, method: str,

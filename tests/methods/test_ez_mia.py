@@ -106,17 +106,34 @@ def test_the_reference_runs_on_the_targets_ids_and_is_cached(llama_lm, tok, make
     """The reference (its own logits width, 300, against the target's 320) scores exactly the target's fed ids, as a
     naive full-logits pass of both models on those ids gives; a second call runs no reference pass."""
     reference = make_lm(tiny_llama(len(tok), seed=4), tok)
-    got = score_texts(llama_lm, TEXTS, ["ez_mia"], ref_model=reference)["ez_mia"].to_numpy()
+    calls = []
+    hook = reference.model.base_model.register_forward_hook(lambda *a: calls.append(1))  # the backbone runs each pass
+    try:
+        got = score_texts(llama_lm, TEXTS, ["ez_mia"], ref_model=reference)["ez_mia"].to_numpy()
+        first = len(calls)
+        again = score_texts(llama_lm, TEXTS, ["ez_mia"], ref_model=reference)["ez_mia"].to_numpy()
+    finally:
+        hook.remove()
+    assert first > 0 and len(calls) == first and np.array_equal(again, got)
     for value, text in zip(got, TEXTS):
         ids = llama_lm.fed_ids(text)
         target, ref = naive_stats(llama_lm.model, ids), naive_stats(reference.model, ids)
         expected = naive_ez_mia(target["logprob"], ref["logprob"], ids[1:], target["top1_id"])
         assert value == pytest.approx(expected, rel=1e-4)
+
+
+
+def test_a_reference_equal_to_the_target_reads_its_own_pass(llama_lm, tok, make_lm):
+    """The same weights and tokenizer: the reference pass is the target's cached one, so d ≡ 0 exactly (not the float
+    noise of another batching): EZ-MIA 1.0 (P = N = 0), WBC 0.0 (every window a tie, which votes non-member)."""
+    twin = make_lm(llama_lm.model, tok)
+    assert twin.fingerprint == llama_lm.fingerprint
+    llama_lm.token_stats(TEXTS)  # the target's pass, cached
     calls = []
-    hook = reference.model.register_forward_hook(lambda *a: calls.append(1))
+    hook = llama_lm.model.base_model.register_forward_hook(lambda *a: calls.append(1))
     try:
-        again = score_texts(llama_lm, TEXTS, ["ez_mia"], ref_model=reference)["ez_mia"].to_numpy()
+        df = score_texts(llama_lm, TEXTS, ["ez_mia", "wbc"], ref_model=twin)
     finally:
         hook.remove()
-    assert not calls and np.array_equal(again, got)
-
+    assert not calls  # neither pass ran again: the reference's is the target's cached one
+    assert df["ez_mia"].tolist() == [1.0] * len(TEXTS) and df["wbc"].tolist() == [0.0] * len(TEXTS)
