@@ -64,8 +64,8 @@ def _reading(v: float) -> str:
                          centre=0.0),
           label="EZ-MIA (error zone)", params=EzMiaParams, needs=("stats", "ref_same_token_stats"), token_level=True,
           reading=_reading,
-          formula=r"d_t = \log p_{\text{target}}(x_t \mid x_{<t}) - \log p_{\text{ref}}(x_t \mid x_{<t}),\ "
-                  r"E = \{t : \arg\max_v p_{\text{target}}(v \mid x_{<t}) \ne x_t\},\ "
+          formula=r"d_t = \log p_{\text{target}}(x_t) - \log p_{\text{ref}}(x_t),\ "
+                  r"E = \{t : \text{top-1}_{\text{target}}(t) \ne x_t\},\ "
                   r"\mathrm{score} = \frac{\sum_{t \in E,\, d_t > 0} d_t}{\sum_{t \in E,\, d_t < 0} |d_t| + 10^{-12}}",
           idea="Where the target still guesses wrong, fine-tuning raised the true token for members: weigh the raises "
                "against the drops.",
