@@ -23,7 +23,8 @@ def score(name: str, stats: TokenStats, **kwargs: Any) -> Score:
     """Score one text's statistics with a registered method.
 
     Inputs by need: `lowercase` takes `lowercase_stats=` or `lm=` (the target model, to compute
-    them); `ref` takes `ref_stats=` or `ref_model=`; `dc_pdd` takes `freq=` (a `FrequencyTable` or
+    them); `ref` takes `ref_stats=` or `ref_model=`; `ez_mia` and `wbc` take `ref_model=` (sharing the
+    target's tokenizer) with `lm=`, or `ref_same_token_stats=`; `dc_pdd` takes `freq=` (a `FrequencyTable` or
     its path). ReCaLL and Con-ReCall take `shots_nonmembers=` / `shots_members=` (known texts) and
     `lm=`; CAMIA takes `reference=` (a `ReferenceStats`, or known non-member texts with `lm=`).
     Remaining keyword arguments are the method's parameters (e.g. `k=0.2`).

@@ -153,14 +153,16 @@ def test_every_method_scores_members_higher(name, membership):
     Supervised methods (a fitted classifier) are checked the same way in their own test module.
     """
     lm, members, nonmembers = membership["lm"], membership["members"], membership["nonmembers"]
-    extra = {"ref_model": membership["ref_lm"]} if name == "ref" else {}
+    needs = METHODS[name].needs
+    extra = {"ref_model": membership["ref_lm"]} if "ref_stats" in needs else {}
+    if "ref_same_token_stats" in needs:  # the checkpoint it was trained from, as both papers' reference
+        extra["ref_model"] = membership["base_lm"]
     if name == "dc_pdd":
         extra["freq"] = build_frequency_table(lm.tokenizer, random_texts(200, seed=5), vocab_size=lm.vocab_width)
     if name == "surp":  # the tiny model is far less certain than a real LM: few tokens fall under 2 nats
         extra["e_max"] = 4.0
     if name == "samia":  # fewer, shorter samples keep the suite fast; the orientation shows all the same
         extra.update(n_samples=4, max_length=96)
-    needs = METHODS[name].needs
     if "shots_nonmembers" in needs:
         extra["shots_nonmembers"] = membership["helper_nonmembers"][:10]
     if "shots_members" in needs:
