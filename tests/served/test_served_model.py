@@ -125,3 +125,14 @@ def test_check_served_records_repeatability_for_later_runs(vllm_demo):
     gap = float(dict(report.facts)["repeatable"].split(": ")[-1].rstrip(")"))
     assert gap <= 1e-4 and report.warnings == []
     assert _served(vllm_demo).fingerprint == served.fingerprint  # the same model behind the URL: the same identity
+
+
+def test_a_lora_adapter_is_scored_with_its_warning(vllm_lora):
+    served = load_model(f"{vllm_lora.url}/v1?model=demo-known&concurrency=1")  # the base's tokenizer, by default
+    assert any("LoRA adapter served by vLLM on 'demo'" in w and "#16668" in w for w in served.warnings)
+    texts, _ = _short_wiki(3)
+    local = load_model("demo-known")
+    for ours, theirs in zip(local.token_stats(texts, cache=False), served.token_stats(texts, cache=False)):
+        np.testing.assert_allclose(theirs.logprob, ours.logprob, atol=1e-3)
+    code, _, err = run_cli("models", "check", f"{vllm_lora.url}/v1?model=demo-known&concurrency=1")
+    assert code == 0 and "warning: 'demo-known' is a LoRA adapter" in err

