@@ -81,8 +81,9 @@ def chosen_spec() -> str | None:
         if not spec:
             bar.info("Enter a model name or folder.")
             return None
-    if spec == st.session_state.get(UNCONFIRMED):  # from a link: a hub id or folder is loaded only when asked
-        bar.info("This model came from the link. Load it only if you trust its name.")
+    if spec == st.session_state.get(UNCONFIRMED):  # from a link: loaded (or asked) only when the visitor says so
+        bar.info("This model came from the link. Load it only if you trust its name" +
+                 (" and the server it names." if choice == "served" else "."))
         if not bar.button("Load this model", key="model_confirm"):
             return None
         st.session_state.pop(UNCONFIRMED)
