@@ -1,6 +1,7 @@
 """Headless Chromium on the dashboard with a model served by a real vLLM engine, chosen from a link: the link's URL is
 loaded only once confirmed, the sidebar says where the model is served, Explore scores a text with what the server
-allows and names what it refuses; we keep tests/artifacts/served_explore.png."""
+allows and names what it refuses; we keep tests/artifacts/served_explore.png
+and served_refusals.png."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,6 +40,9 @@ def test_a_served_model_from_a_link_in_chromium(server, vllm_demo):  # noqa: F81
         page.get_by_text("Not available for this model", exact=False).first.click()
         page.get_by_text("logprobs=full", exact=False).first.wait_for(timeout=30_000)
         page.wait_for_timeout(800)
-        page.screenshot(path=str(ARTIFACTS / "served_explore.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / "served_refusals.png"))
+        heatmap.evaluate("e => e.scrollIntoView({block: 'center'})")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ARTIFACTS / "served_explore.png"))
         browser.close()
     assert (ARTIFACTS / "served_explore.png").stat().st_size > 10_000

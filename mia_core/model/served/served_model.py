@@ -81,9 +81,9 @@ class ServedModel(StatsModel):
         distribution only with `logprobs=full`; no further passes, gradients or generation through this path."""
         if self._full:
             return ModelAccess(True, FULL_VOCABULARY, True, where="this server")
-        where = ("this server (asked with logprobs=top; logprobs=full in the spec reads the whole distribution, for "
-                 "short texts)" if self.served.api == "vllm" else "this server")
-        return ModelAccess(True, 0 if self.served.api == "echo" else 1, where=where)
+        hint = "asked with logprobs=top: logprobs=full in the spec reads the whole distribution, for short texts"
+        return ModelAccess(True, 0 if self.served.api == "echo" else 1, where="this server",
+                           hint=hint if self.served.api == "vllm" else "")
 
     @property
     def vocab_width(self) -> int:
