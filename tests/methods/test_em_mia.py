@@ -2,17 +2,20 @@
 ReCaLL matrix, the EM loop written out), the update rule by hand, order independence, the cap, the sample."""
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
-from mia_core import get_method, score_texts
+from mia_core import get_method, load_model, score_texts
 from mia_core.methods.em_mia import EmMiaParams, judged_texts
 from mia_core.methods.em_mia.iteration import em_iterations
 
-from tests.support.tiny import random_texts
+from tests.support.cli_runner import run_cli
+from tests.support.tiny import random_texts, save_tiny_model
 
 TEXTS = random_texts(6, seed=41, min_words=3, max_words=14)
 
@@ -144,3 +147,21 @@ def test_the_sampled_option_matches_the_naive_loop_on_the_judged_columns(llama_l
 def test_small_sets_warn(llama_lm):
     with pytest.warns(UserWarning, match="median split is noisy"):
         score_texts(llama_lm, TEXTS[:3], ["em_mia"], iterations=1)
+
+
+def test_cli_scores_as_python_and_refuses_over_the_cap(tmp_path, monkeypatch):
+    """`mia score --methods em_mia --param …` gives the Python API's scores; over the cap: one `error:` line, exit 2."""
+    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
+    model_dir = save_tiny_model(tmp_path / "model")
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps({"text": t}) for t in TEXTS))
+    code, _, err = run_cli("score", "--model", model_dir, "--input", src, "--output", tmp_path / "s.csv",
+                           "--methods", "em_mia", "--param", "iterations=2", "--param", "sample_size=4")
+    assert code == 0, err
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = score_texts(load_model(str(model_dir)), TEXTS, ["em_mia"], iterations=2, sample_size=4)
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "s.csv")["em_mia"], expected["em_mia"], atol=1e-9)
+    code, _, err = run_cli("score", "--model", model_dir, "--input", src, "--output", tmp_path / "t.csv",
+                           "--methods", "em_mia", "--param", "max_texts=5")
+    assert code == 2 and "error:" in err and "max_texts=5" in err and "sample_size" in err and "Traceback" not in err
