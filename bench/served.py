@@ -44,7 +44,7 @@ def main() -> None:
         reason = missing_engine()
         if reason:
             sys.exit(f"error: {reason}")
-        server = start_server(demo_folder(), "demo", ROOT / "bench" / "vllm-bench.log")
+        server = start_server(demo_folder(), "demo", ROOT / "tests" / "artifacts" / "vllm-bench.log")
         print(f"started vLLM in {server.start_s:.0f} s")
     url = args.url or server.url
     try:
