@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..model.identity import text_sha256
-from ..model.language_model import LanguageModel
+
+if TYPE_CHECKING:  # a type only: the registry imports this module, and it must load no torch
+    from ..model.language_model import LanguageModel
 
 SPEC_FILE = "spec.json"
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from torch import nn
 
-from mia_core import LanguageModel, metrics, score, score_texts
+from mia_core import LanguageModel, load_model, metrics, score, score_texts
 from mia_core.model.stats_cache import StatsCache
 from mia_core.fitting import FitSplit, fit_supervised
 from mia_core.methods.gds.classifier import GdsClassifier
@@ -22,7 +22,8 @@ from mia_core.methods.probe.proxy import proxy_model
 from mia_core.methods.probe.linear import standardize, standardizer, train_probes
 from mia_core.methods.probe.train import fit_probe, split_aux
 
-from tests.support.tiny import random_texts, tiny_gpt2, tiny_llama, tiny_tokenizer
+from tests.support.cli_runner import run_cli
+from tests.support.tiny import random_texts, save_tiny_model, tiny_gpt2, tiny_llama, tiny_tokenizer
 
 #: A short proxy fine-tune that makes its 5 texts members of the tiny proxy.
 SETTINGS = {"lr": 1e-2, "epochs": 4, "batch_size": 5}
@@ -169,4 +170,26 @@ def test_too_few_known_nonmembers_and_bad_parameters_are_refused(llama_lm):
         ProbeParams(norm="batch")
     with pytest.raises(ValueError, match="lora_r"):
         ProbeParams(lora_r=-1)
-    warnings.simplefilter("default")
+
+
+def test_cli_fit_then_score_with_the_saved_probe(tmp_path):
+    """`mia fit --method probe` saves a fit that `mia score --param classifier=DIR` uses; a bad fit folder is one error."""
+    model = save_tiny_model(tmp_path / "model", seed=2)
+    labelled = tmp_path / "labelled.csv"
+    pd.DataFrame({"text": random_texts(40, seed=8), "label": [1, 0] * 20}).to_csv(labelled, index=False)
+    knobs = [f"--param={k}={v}" for k, v in SETTINGS.items()]
+    code, _, err = run_cli("fit", "--model", model, "--method", "probe", "--input", labelled, "--output",
+                           tmp_path / "fit", "--train-fraction", "0.5", *knobs)
+    assert code == 0, err
+    fit = ProbeFit.load(tmp_path / "fit")
+    assert fit.spec["aux"]["n"] == 10 and fit.spec["split"]["source"] == str(labelled)
+    code, _, err = run_cli("score", "--model", model, "--input", labelled, "--output", tmp_path / "s.csv", "--methods",
+                           "probe", "--param", f"classifier={tmp_path / 'fit'}")
+    assert code == 0, err
+    scored = pd.read_csv(tmp_path / "s.csv")
+    texts = pd.read_csv(labelled)["text"].tolist()
+    expected = fit.score_texts(load_model(str(model)), texts)
+    np.testing.assert_allclose(scored["probe"], expected, rtol=1e-5, atol=1e-5)
+    code, _, err = run_cli("score", "--model", model, "--input", labelled, "--output", tmp_path / "t.csv", "--methods",
+                           "probe", "--param", f"classifier={tmp_path / 'model'}")
+    assert code == 2 and "Traceback" not in err and "error: " in err
