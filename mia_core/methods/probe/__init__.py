@@ -67,9 +67,8 @@ def fit(lm: LanguageModel, texts: Sequence[str], labels, params: ProbeParams, *,
     y = check_labels(labels)
     texts = [str(t) for t in texts]
     aux_rows = [i for i in np.asarray(train) if y[i] == 0]
-    probe, aux_features = training.fit_probe(lm, [texts[i] for i in aux_rows], params.settings(), seed=seed,
-                                             split=split, source=f"non-members of the fit split ({split['source']})",
-                                             progress=progress)
+    probe = training.fit_probe(lm, [texts[i] for i in aux_rows], params.settings(), seed=seed, split=split,
+                               source=f"non-members of the fit split ({split['source']})", progress=progress)
     if not score_all:
         return probe, None
     return probe, probe.logits(probe.features(lm, texts), norm=params.norm)

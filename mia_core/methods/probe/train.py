@@ -33,8 +33,8 @@ def split_aux(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def fit_probe(lm: LanguageModel, aux: Sequence[str], settings: ProbeSettings, *, seed: int, split: dict,
-              source: str, progress: Progress | None = None) -> tuple[ProbeFit, np.ndarray]:
-    """The fitted probe, and the target's (n_aux, L, d) features of D_aux (reused by the caller's scoring)."""
+              source: str, progress: Progress | None = None) -> ProbeFit:
+    """The probe fitted on the known non-members `aux` (D_aux), its record in its spec."""
     aux = [str(t) for t in aux]
     if len(aux) < MIN_AUX:
         raise ValueError(f"probe needs at least {MIN_AUX} known non-members to split into A and B and a dev set "
@@ -69,5 +69,4 @@ def fit_probe(lm: LanguageModel, aux: Sequence[str], settings: ProbeSettings, *,
                        f"model dtype {lm.dtype} (the authors: bf16)", "layer picked on proxy dev features"],
         "split": split, "versions": package_versions("torch", "peft", "transformers", "scikit-learn"),
     }
-    fit = ProbeFit(spec, weights[layer], t_mean[0], t_std[0], t_keep[0] & keep[layer])
-    return fit, target_features
+    return ProbeFit(spec, weights[layer], t_mean[0], t_std[0], t_keep[0] & keep[layer])
