@@ -93,9 +93,9 @@ def prepare(stats: list[TokenStats], params: ProbeParams, *, lm: LanguageModel, 
                                       why="the weights in process: hidden states of its own prompt-wrapped text, and "
                                           "gradients to fine-tune a proxy copy"),
           lesson=630, paper=Paper("Liu et al.", 2024, "https://arxiv.org/abs/2406.01333", venue="ACL 2024"),
-          fails=("It needs at least a few hundred known non-members of the scored distribution and a fine-tune of the "
-                 "whole model; the probe learns what fine-tuning does to the proxy, which may not be what pretraining "
-                 "did to the target."),
+          fails=("It needs at least a few hundred known non-members of the scored distribution and a fine-tune of a "
+                 "copy of the model; the probe learns what fine-tuning does to the proxy, which may not be what "
+                 "pretraining did to the target."),
           view=TokenView("the per-token output shown with Probe, which scores the text as a whole (for orientation "
                          "only)", "the tokens it looked at"),
           label="Probe (activations)", params=ProbeParams, needs=("stats", "lm", "classifier"), token_level=False,
