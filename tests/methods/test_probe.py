@@ -193,3 +193,15 @@ def test_cli_fit_then_score_with_the_saved_probe(tmp_path):
     code, _, err = run_cli("score", "--model", model, "--input", labelled, "--output", tmp_path / "t.csv", "--methods",
                            "probe", "--param", f"classifier={tmp_path / 'model'}")
     assert code == 2 and "Traceback" not in err and "error: " in err
+
+
+def test_full_fine_tuning_changes_every_weight_of_a_copy_only(tok):
+    """lora_r=0 is the authors' full fine-tune: every weight of the copy moves, the target's do not."""
+    model = tiny_llama(len(tok), seed=0).requires_grad_(False)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    proxy = proxy_model(model, tok, TEXTS[:4], lora_r=0, lr=1e-2, epochs=1, batch_size=4, max_tokens=512, pad_id=0,
+                        seed=0)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert not any(p.requires_grad for p in model.parameters())
+    moved = [k for k, v in proxy.state_dict().items() if not torch.equal(before[k], v)]
+    assert "model.layers.0.self_attn.q_proj.weight" in moved and "lm_head.weight" in moved

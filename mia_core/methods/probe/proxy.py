@@ -36,6 +36,8 @@ def proxy_model(model: nn.Module, tokenizer, texts: Sequence[str], *, lora_r: in
                              f"(known: {', '.join(sorted(LORA_TARGETS))}); use lora_r=0 (full fine-tuning)")
         proxy = get_peft_model(proxy, LoraConfig(r=lora_r, lora_alpha=2 * lora_r, lora_dropout=0.0,
                                                  target_modules=targets))
+    else:
+        proxy.requires_grad_(True)  # full fine-tuning: every weight of the copy (the target's flags are its own)
     device = next(proxy.parameters()).device
     seqs = [wrapped_ids(tokenizer, t, max_tokens) for t in texts]
     trainable = [p for p in proxy.parameters() if p.requires_grad]
