@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..api import AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register
-from .token_shift import token_shift
+from ..api import AccessNeeds, Paper, Score, TokenStats, is_int, param, register
+from .token_shift import shift_view, token_shift
 
 #: Added to the negative sum before dividing (the authors' ε).
 EPS = 1e-12
@@ -58,10 +58,7 @@ def _reading(v: float) -> str:
                  "authors' code returns 0.0 for a text with fewer than two error tokens or none that lost "
                  "probability, ranking the likeliest members lowest (METHODS-FIELD.md §12)."),
           access=AccessNeeds(top_k=1, why="the target's top-1 token at each position, to find the tokens it got wrong"),
-          view=TokenView("d = log p under the target − log p under the reference model, on the same token",
-                         "the error tokens (the target's top-1 guess was another token) that enter the ratio",
-                         low="lowered by the target: less member-like", high="raised by the target: more member-like",
-                         centre=0.0),
+          view=shift_view("the error tokens (the target's top-1 guess was another token) that enter the ratio"),
           label="EZ-MIA (error zone)", params=EzMiaParams, needs=("stats", "ref_same_token_stats"), token_level=True,
           reading=_reading,
           formula=r"d_t = \log p_{\text{target}}(x_t) - \log p_{\text{ref}}(x_t),\ "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..api import TokenStats, require_tokens
+from ..api import TokenStats, TokenView, require_tokens
 
 
 def token_shift(stats: TokenStats, ref_stats: TokenStats) -> np.ndarray:
@@ -21,3 +21,10 @@ def token_shift(stats: TokenStats, ref_stats: TokenStats) -> np.ndarray:
         raise ValueError(f"the log-prob shift is not finite at {int(np.sum(~np.isfinite(shift)))} of {shift.size} "
                          "tokens")
     return shift
+
+
+def shift_view(selected: str) -> TokenView:
+    """The token view of a method that reads the shift: d per token, centred at 0; `selected` says which tokens count."""
+    return TokenView("d = log p under the target − log p under the reference model, on the same token", selected,
+                     low="lowered by the target: less member-like", high="raised by the target: more member-like",
+                     centre=0.0)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..api import AccessNeeds, Paper, Score, TokenStats, TokenView, is_int, param, register
-from .token_shift import token_shift
+from ..api import AccessNeeds, Paper, Score, TokenStats, is_int, param, register
+from .token_shift import shift_view, token_shift
 
 #: The window sizes of the authors' `configs/example.yaml` and README.
 DEFAULT_WINDOWS = "2,3,4,6,9,13,18,25,32,40"
@@ -84,10 +84,7 @@ def _reading(v: float) -> str:
                  "different tokenisations by index, silently wrong when the tokenizers differ. The paper's rule for "
                  "spacing the window sizes is unconfirmed (METHODS-FIELD.md §13)."),
           access=AccessNeeds(),
-          view=TokenView("d = log p under the target − log p under the reference model, on the same token",
-                         "every token (each lies in windows of every size)",
-                         low="lowered by the target: less member-like", high="raised by the target: more member-like",
-                         centre=0.0),
+          view=shift_view("every token (each lies in windows of every size)"),
           label="WBC (window votes)", params=WbcParams, needs=("stats", "ref_same_token_stats"), token_level=True,
           reading=_reading,
           formula=r"S^{(w)}_i = \sum_{t=i}^{i+w'-1} \bigl(\log p_{\text{target}}(x_t) - \log p_{\text{ref}}(x_t)\bigr),\ "
