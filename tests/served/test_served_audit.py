@@ -3,14 +3,13 @@ mid-run (a loopback proxy in front of the real engine is stopped: connections re
 batches in the store; the same command then resumes and ends with the same books.csv."""
 from __future__ import annotations
 
-import time
-
 import pandas as pd
 import pytest
 
 from mia_core.runs.store import ResultsStore
 from tests.audit.test_jobs import mia
 from tests.support.tiny import random_texts
+from tests.support.store_poll import wait_scored
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration]
@@ -24,21 +23,6 @@ def write_library(folder) -> tuple:
     pd.DataFrame({"book": [f"b{i // 40}" for i in range(80)], "text": texts[40:]}).to_csv(folder / "books.csv",
                                                                                              index=False)
     return folder / "cal.csv", folder / "books.csv"
-
-
-def _wait_scored(store_path, proc, at_least: int, deadline_s: float = 300) -> int:
-    deadline, scored = time.time() + deadline_s, 0
-    while time.time() < deadline and proc.poll() is None:
-        if store_path.exists():
-            try:
-                runs = ResultsStore(store_path).runs()
-                scored = int(runs["n_scored"].sum()) if len(runs) else 0
-            except Exception:  # the writer holds the file for a moment
-                scored = 0
-            if scored >= at_least:
-                return scored
-        time.sleep(0.3)
-    return scored
 
 
 def test_served_audit_dies_resumes_and_equals_in_process(vllm_demo, tmp_path):
@@ -57,7 +41,7 @@ def test_served_audit_dies_resumes_and_equals_in_process(vllm_demo, tmp_path):
     args = [*common, "--model", served, "--output-dir", tmp_path / "served", "--store", store_path]
     first = mia(*args, cache=tmp_path / "cache-served")
     try:
-        assert _wait_scored(store_path, first, 24) >= 24, first.communicate()[1][-2000:]
+        assert wait_scored(store_path, first, 24, deadline_s=300) >= 24, first.communicate()[1][-2000:]
         proxy.stop()  # the server is gone: refused and reset connections
         _, err = first.communicate(timeout=300)
     finally:
