@@ -10,7 +10,7 @@ import numpy as np
 from ...api.access import FULL_VOCABULARY
 from ...paths import cache_root
 from .http import Client, ServedError
-from .probe import CROWD_TEXTS, PROBE_TEXT, record_determinism
+from .probe import CROWD_TEXTS, PROBE_TEXT, determinism_warning, record_determinism
 from .served_model import ServedModel, check_tokenizer
 from .shapes import SHAPES
 
@@ -68,11 +68,11 @@ def check_served(model: ServedModel) -> ServerReport:
     report.facts.append(("asked for", "every log-prob (logprobs=full)" if mode.top_k >= FULL_VOCABULARY
                          else "the true token's log-prob, its rank and the top token"))
     gap = determinism_gap(model)
-    warning = record_determinism(cache_root() / "served", model.identity_key, model.fingerprint, gap)
-    report.facts.append(("repeatable", f"yes (the probe alone vs among 8 concurrent requests: {gap:.1e})" if warning
+    record_determinism(cache_root() / "served", model.identity_key, model.fingerprint, gap)
+    model.determinism_gap = gap
+    report.facts.append(("repeatable", f"yes (the probe alone vs among 8 concurrent requests: {gap:.1e})" if determinism_warning(gap)
                          is None else f"NO (differs by {gap:.1e})"))
-    model.warnings = [w for w in model.warnings if "change with what else" not in w] + ([warning] if warning else [])
-    report.warnings = list(model.warnings)
+    report.warnings = model.warnings
     return report
 
 

@@ -43,14 +43,13 @@ def served_identity(folder: Path, where: str, probe: np.ndarray) -> tuple[str, d
     return record["fingerprint"], record
 
 
-def record_determinism(folder: Path, where: str, fingerprint: str, gap: float) -> str | None:
-    """Record the probe's largest difference alone vs in a crowd; the warning it implies (None when deterministic)."""
+def record_determinism(folder: Path, where: str, fingerprint: str, gap: float) -> None:
+    """Record the probe's largest difference alone vs in a crowd, for every later connection to that model."""
     records = _read(folder, where)
     for record in records:
         if record["fingerprint"] == fingerprint:
             record["determinism"] = float(gap)
     _write(folder, where, records)
-    return determinism_warning(gap)
 
 
 def determinism_warning(gap: float | None) -> str | None:

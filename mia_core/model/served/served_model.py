@@ -72,8 +72,15 @@ class ServedModel(StatsModel):
         where = json.dumps([served.base_url, info.name, info.root, tokenizer_fingerprint(tokenizer)])
         self.fingerprint, record = served_identity(cache_root() / "served", where, self.probe_logprobs())
         self.identity_key = where
-        lora = LORA_WARNING.format(name=info.name, parent=info.parent) if info.parent and served.api == "vllm" else None
-        self.warnings: list[str] = [w for w in (determinism_warning(record.get("determinism")), lora) if w]
+        #: The probe's largest log-prob difference alone vs among concurrent requests, as recorded (None: unprobed).
+        self.determinism_gap: float | None = record.get("determinism")
+
+    @property
+    def warnings(self) -> list[str]:
+        """What every run on this model must say: log-probs that change with the server's load, a LoRA adapter."""
+        lora = self.info.parent and self.served.api == "vllm"
+        return [w for w in (determinism_warning(self.determinism_gap),
+                            LORA_WARNING.format(name=self.info.name, parent=self.info.parent) if lora else None) if w]
 
     @property
     def access(self) -> ModelAccess:
@@ -188,8 +195,8 @@ def connect(spec: str, load_tokenizer: Callable[[str], object], *, max_length: i
     try:
         tokenizer = load_tokenizer(source)
     except (OSError, ValueError) as err:
-        raise ServedError(f"cannot load the tokenizer {source!r} here ({str(err).splitlines()[0][:160]}): give "
-                          "tokenizer= a local folder or hub id of the served model's tokenizer") from None
+        raise ServedError(f"{str(err).splitlines()[0][:200]} (the served model's tokenizer, read here): give "
+                          "tokenizer= a local folder or hub id of it") from None
     limits = [v for v in (max_length, info.max_model_len - 1 if info.max_model_len else None) if v]
     if not limits:
         raise ServedError("the server does not say its context length: give --max-length")
