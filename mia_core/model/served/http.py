@@ -71,6 +71,8 @@ class Client:
         url = self.url(path)
         attempt = 0
         while True:
+            if self.cancelled.is_set():  # a cancelled run sends nothing more
+                raise ServedError("cancelled")
             wait = None
             try:
                 answer = self._session().request(method, url, json=body, headers=self._headers(),

@@ -8,8 +8,9 @@ reason, never approximated.
 from __future__ import annotations
 
 import json
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import closing
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Iterator
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..pipeline import FinishedBatch
 from ..stats_cache import StatsCache
 from ..stats_model import StatsModel
 from .http import Client, ServedError
+from .pool import answers
 from .probe import PROBE_TEXT, determinism_warning, served_identity
 from .shapes import SHAPES, Stats
 from .spec import ServedSpec, parse_served_spec
@@ -123,37 +125,17 @@ class ServedModel(StatsModel):
         return self._parse(self.client.post(path, body), ids, score_from, self.vocab_width if self._full else 0)
 
     def _batches(self, segments: list[Segment], budget: int, progress) -> Iterator[FinishedBatch]:
-        """One request per segment, at most `concurrency` at once, yielded as each answer arrives; closing the
-        iterator (a cancelled run) stops waiting and drops the requests not yet sent."""
+        """One request per segment, `concurrency` at once, yielded as each answer arrives; closing the iterator (a
+        cancelled run) sends nothing more and drops the requests not yet sent (`pool.answers`)."""
         total = sum(len(s.ids) for s in segments)
         done = 0
-        pool = ThreadPoolExecutor(self.served.concurrency, thread_name_prefix="served")
-        pending: dict[Future, int] = {}
-        queue = iter(range(len(segments)))
-        try:
-            for k in queue:
-                pending[pool.submit(self.segment_stats, segments[k].ids, segments[k].score_from)] = k
-                if len(pending) >= 2 * self.served.concurrency:
-                    break
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    k = pending.pop(future)
-                    stats = future.result()
-                    for nxt in queue:  # keep the pool busy: one new request for each answer
-                        pending[pool.submit(self.segment_stats, segments[nxt].ids, segments[nxt].score_from)] = nxt
-                        break
-                    done += len(segments[k].ids)
-                    if progress is not None:
-                        progress(done, total)
-                    yield FinishedBatch([k], [stats], budget)
-        finally:
-            if pending:  # a failed request or a closed iterator: stop the retries still waiting
-                self.client.cancelled.set()
-            for future in pending:
-                future.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
-            self.client.cancelled.clear()
+        calls = [partial(self.segment_stats, s.ids, s.score_from) for s in segments]
+        with closing(answers(calls, self.served.concurrency, self.client.cancelled)) as finished:
+            for k, stats in finished:  # a progress callback that raises (a cancelled run) closes `finished` at once
+                done += len(segments[k].ids)
+                if progress is not None:
+                    progress(done, total)
+                yield FinishedBatch([k], [stats], budget)
 
 
 def server_info(client: Client, served: ServedSpec) -> ServerInfo:
