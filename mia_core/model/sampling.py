@@ -1,5 +1,6 @@
 """Seeded sampling from a `LanguageModel`: continuations of many prompts in shared `generate` calls, each sample
-drawn from its own generator so that a text's draws depend neither on text order nor on batching.
+drawn from its own generator so that a text's draws depend neither on text order nor on batching. A served model
+samples on its server from the same per-sample seeds (`mia_core.model.served.generation`).
 
 Shared by the black-box methods that read only sampled text (SaMIA, N-gram coverage; docs/methods.md, "samia").
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
@@ -75,16 +77,28 @@ class SeededSampler(LogitsProcessor):
         return scores - exp.clamp_min(torch.finfo(exp.dtype).tiny).log()  # + Gumbel(0, 1)
 
 
-def sample_continuations(lm: LanguageModel, prompts: dict[str, list[int]], budgets: dict[str, int],
+@runtime_checkable
+class SamplesItself(Protocol):
+    """A model that samples where it runs (a served model: its server draws each sample from the sample's seed):
+    `sample_continuations` asks it instead of running `generate` here."""
+
+    def sample_continuations(self, prompts: dict[str, list[int]], budgets: dict[str, int],
+                             sampling: Sampling) -> dict[str, list[list[int]]]: ...
+
+
+def sample_continuations(lm: LanguageModel | SamplesItself, prompts: dict[str, list[int]], budgets: dict[str, int],
                          sampling: Sampling) -> dict[str, list[list[int]]]:
     """Text → its `sampling.n` continuations (token ids after the prompt, at most `budgets[text]` of them), for texts
-    keyed to their prompt ids.
+    keyed to their prompt ids; one interface for every model: a model that samples itself is asked (`SamplesItself`),
+    an in-process one samples here.
 
-    Texts with prompts of equal length share `generate` calls (no padding, so no row sees another's); a call runs
-    to its longest budget and each row is cut to its own text's budget (a row's first tokens do not depend on how
-    long it runs on). Calls hold ≤ `SAMPLE_TOKENS` tokens, halved on a CUDA out-of-memory error. Rows that stop
-    early are filled with the pad (or EOS) id, which callers decode as a special token.
+    In process, texts with prompts of equal length share `generate` calls (no padding, so no row sees another's);
+    a call runs to its longest budget and each row is cut to its own text's budget (a row's first tokens do not
+    depend on how long it runs on). Calls hold ≤ `SAMPLE_TOKENS` tokens, halved on a CUDA out-of-memory error.
+    Rows that stop early are filled with the pad (or EOS) id, which callers decode as a special token.
     """
+    if isinstance(lm, SamplesItself):
+        return lm.sample_continuations(prompts, budgets, sampling)
     by_length: dict[int, list[str]] = {}
     for text, ids in prompts.items():
         by_length.setdefault(len(ids), []).append(text)

@@ -91,7 +91,7 @@ def test_full_distribution_mode_gives_min_k_pp(vllm_demo, demo_local):
 def test_methods_the_server_cannot_support_are_refused_with_the_reason(vllm_demo, tmp_path):
     served = _served(vllm_demo)
     refused = mia_core.methods_allowed(served).refused
-    assert set(refused) >= {"min_k_pp", "grad_norm", "recall", "samia"} and "loss" not in refused
+    assert set(refused) >= {"min_k_pp", "grad_norm", "recall"} and not {"loss", "samia"} & set(refused)
     assert "full next-token distribution" in refused["min_k_pp"] and "logprobs=full" in refused["min_k_pp"]
     with pytest.raises(ValueError, match="Min-K%\\+\\+ needs"):
         mia_core.score_texts(served, ["Some text to score."], ["loss", "min_k_pp"])
@@ -106,6 +106,8 @@ def test_models_check_reports_the_server_and_its_methods(vllm_demo):
     assert "all (the whole next-token distribution" in out  # the fixture serves --max-logprobs -1
     assert "repeatable" in out and "yes (" in out  # --no-enable-prefix-caching: the probe agrees to 1e-4
     assert "min_k_pp" in out and "refused" in out
+    allows = next(line for line in out.splitlines() if line.startswith("demo allows"))
+    assert "samia" in allows.split(": ", 1)[1].split(", ")  # the server samples: SaMIA is allowed
 
 
 @pytest.mark.parametrize("settings, message", [

@@ -20,8 +20,10 @@ from ...paths import cache_root
 from ..forward import Segment
 from ..identity import tokenizer_fingerprint
 from ..pipeline import FinishedBatch
+from ..sampling import Sampling
 from ..stats_cache import StatsCache
 from ..stats_model import StatsModel
+from .generation import served_continuations
 from .http import Client, ServedError
 from .pool import answers
 from .probe import PROBE_TEXT, determinism_warning, served_identity
@@ -87,12 +89,14 @@ class ServedModel(StatsModel):
     @property
     def access(self) -> ModelAccess:
         """The true token's log-prob always; its rank and the top token where the server gives them; the whole
-        distribution only with `logprobs=full`; no further passes, gradients or generation through this path."""
+        distribution only with `logprobs=full`; seeded generation from vLLM (`generation`); no further passes or
+        gradients through this path."""
+        generates = self.served.api == "vllm"
         if self._full:
-            return ModelAccess(True, FULL_VOCABULARY, True, where="this server")
+            return ModelAccess(True, FULL_VOCABULARY, True, generation=generates, where="this server")
         hint = "asked with logprobs=top: logprobs=full in the spec reads the whole distribution, for short texts"
-        return ModelAccess(True, 0 if self.served.api == "echo" else 1, where="this server",
-                           hint=hint if self.served.api == "vllm" else "")
+        return ModelAccess(True, 0 if self.served.api == "echo" else 1, generation=generates, where="this server",
+                           hint=hint if generates else "")
 
     @property
     def vocab_width(self) -> int:
@@ -123,6 +127,15 @@ class ServedModel(StatsModel):
         k = -1 if self._full else 1
         path, body = self._request(self.info.name, ids, k)
         return self._parse(self.client.post(path, body), ids, score_from, self.vocab_width if self._full else 0)
+
+    def sample_continuations(self, prompts: dict[str, list[int]], budgets: dict[str, int],
+                             sampling: Sampling) -> dict[str, list[list[int]]]:
+        """Text → its `sampling.n` seeded continuations sampled by the server (`mia_core.model.sampling` asks a model
+        that has this method instead of sampling in process)."""
+        if not self.access.generation:
+            raise ServedError(f"api={self.served.api}: MIA Lens samples only through vLLM's completions (a seed per "
+                              "request and the sampled token ids)")
+        return served_continuations(self.client, self.info.name, self.served.concurrency, prompts, budgets, sampling)
 
     def _batches(self, segments: list[Segment], budget: int, progress) -> Iterator[FinishedBatch]:
         """One request per segment, `concurrency` at once, yielded as each answer arrives; closing the iterator (a
