@@ -128,7 +128,8 @@ def finish_loading(spec: str | None, status: StatusContainer | None) -> None:
     status.update(label=f"Loaded {spec}", state="complete")
     if lm.model is None:  # served: where, and what it returns
         st.sidebar.caption(f"{md(lm.name)}\n\nserved at **{md(str(lm.device))}**, context "
-                           f"{lm.max_length:,} tokens, fingerprint `{lm.fingerprint}`")
+                           f"{lm.max_length:,} tokens, {lm.concurrency.value} requests at once, fingerprint "
+                           f"`{lm.fingerprint}`")
         for warning in getattr(lm, "warnings", []):
             st.sidebar.warning(warning)
         return

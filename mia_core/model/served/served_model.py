@@ -23,6 +23,7 @@ from ..pipeline import FinishedBatch
 from ..sampling import Sampling
 from ..stats_cache import StatsCache
 from ..stats_model import StatsModel
+from .capacity import concurrency_for
 from .generation import served_continuations
 from .http import Client, ServedError
 from .pool import answers
@@ -78,6 +79,8 @@ class ServedModel(StatsModel):
         self.identity_key = where
         #: The probe's largest log-prob difference alone vs among concurrent requests, as recorded (None: unprobed).
         self.determinism_gap: float | None = record.get("determinism")
+        #: Requests at once (windows and samples alike) and why that many: the spec's, or sized from the server.
+        self.concurrency = concurrency_for(served, client, max_length)
 
     @property
     def warnings(self) -> list[str]:
@@ -135,7 +138,7 @@ class ServedModel(StatsModel):
         if not self.access.generation:
             raise ServedError(f"api={self.served.api}: MIA Lens samples only through vLLM's completions (a seed per "
                               "request and the sampled token ids)")
-        return served_continuations(self.client, self.info.name, self.served.concurrency, prompts, budgets, sampling)
+        return served_continuations(self.client, self.info.name, self.concurrency.value, prompts, budgets, sampling)
 
     def _batches(self, segments: list[Segment], budget: int, progress) -> Iterator[FinishedBatch]:
         """One request per segment, `concurrency` at once, yielded as each answer arrives; closing the iterator (a
@@ -143,7 +146,7 @@ class ServedModel(StatsModel):
         total = sum(len(s.ids) for s in segments)
         done = 0
         calls = [partial(self.segment_stats, s.ids, s.score_from) for s in segments]
-        with closing(answers(calls, self.served.concurrency, self.client.cancelled)) as finished:
+        with closing(answers(calls, self.concurrency.value, self.client.cancelled)) as finished:
             for k, stats in finished:  # a progress callback that raises (a cancelled run) closes `finished` at once
                 done += len(segments[k].ids)
                 if progress is not None:
