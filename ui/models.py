@@ -150,7 +150,8 @@ def describe_loaded(spec: str, status: StatusContainer, lm: LanguageModel) -> No
     status.update(label=f"Loaded {spec}", state="complete")
     if lm.model is None:  # served: where, and what it returns
         st.sidebar.caption(f"{md(lm.name)}\n\nserved at **{md(str(lm.device))}**, context "
-                           f"{lm.max_length:,} tokens, fingerprint `{lm.fingerprint}`")
+                           f"{lm.max_length:,} tokens, {lm.concurrency.value} requests at once, fingerprint "
+                           f"`{lm.fingerprint}`")
         for warning in getattr(lm, "warnings", []):
             st.sidebar.warning(warning)
         return
