@@ -11,7 +11,7 @@ import numpy as np
 
 from ..model.encoding import encode_texts
 from ..model.language_model import LanguageModel
-from .forward import window_log10_pz
+from .forward import ComputesWindows, window_log10_pz
 from .result import SPAN_COLUMNS, ExtractionResult, window_table
 from .settings import MAX_WINDOWS, ExtractionSettings
 from .windows import layout_encoded
@@ -55,8 +55,13 @@ def extract_texts(lm: LanguageModel, texts: Sequence[str], settings: ExtractionS
         raise ValueError(f"{sum(counts):,} windows to test, more than {MAX_WINDOWS:,} at once: raise the stride "
                          f"(now {settings.stride} tokens) or pass fewer texts at a time")
     fed = np.concatenate([layout.fed(np.arange(c)) for layout, c in zip(layouts, counts)])
-    log10_pz, greedy = window_log10_pz(lm.model, fed, settings, layouts[0].n_lead,
-                                       batch_tokens=batch_tokens or lm.auto_batch_tokens(), progress=progress)
+    if isinstance(lm, ComputesWindows):  # a served model: its server computes the windows
+        log10_pz, greedy = lm.extraction_windows(fed, prefix=settings.prefix, suffix=settings.suffix,
+                                                 top_k=settings.top_k, temperature=settings.temperature,
+                                                 n_lead=layouts[0].n_lead, progress=progress)
+    else:
+        log10_pz, greedy = window_log10_pz(lm.model, fed, settings, layouts[0].n_lead,
+                                           batch_tokens=batch_tokens or lm.auto_batch_tokens(), progress=progress)
     bounds = np.cumsum(counts)[:-1]
     for i, layout, pz, flags in zip(todo, layouts, np.split(log10_pz, bounds), np.split(greedy, bounds)):
         spans = layout.spans()

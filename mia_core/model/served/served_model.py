@@ -24,6 +24,7 @@ from ..sampling import Sampling
 from ..stats_cache import StatsCache
 from ..stats_model import StatsModel
 from .capacity import concurrency_for
+from .extraction import served_window_log10_pz
 from .generation import served_continuations
 from .http import Client, ServedError
 from .pool import answers
@@ -139,6 +140,17 @@ class ServedModel(StatsModel):
             raise ServedError(f"api={self.served.api}: MIA Lens samples only through vLLM's completions (a seed per "
                               "request and the sampled token ids)")
         return served_continuations(self.client, self.info.name, self.concurrency.value, prompts, budgets, sampling)
+
+    def extraction_windows(self, fed: np.ndarray, *, prefix: int, suffix: int, top_k: int, temperature: float,
+                           n_lead: int, progress=None) -> tuple[np.ndarray, np.ndarray]:
+        """(log10 p_z, greedy flag) of extraction windows, from the server's top-k prompt log-probs (vLLM only:
+        `served.extraction`); `mia_core.extract` asks a model that has this method instead of running the pass here."""
+        if self.served.api != "vllm":
+            raise ServedError(f"api={self.served.api}: extraction over a served model reads vLLM's top-k prompt "
+                              "log-probs (prompt_logprobs)")
+        return served_window_log10_pz(self.client, self.info.name, self.concurrency.value, fed, prefix=prefix,
+                                      suffix=suffix, top_k=top_k, temperature=temperature, n_lead=n_lead,
+                                      progress=progress)
 
     def _batches(self, segments: list[Segment], budget: int, progress) -> Iterator[FinishedBatch]:
         """One request per segment, `concurrency` at once, yielded as each answer arrives; closing the iterator (a
