@@ -6,7 +6,7 @@ import streamlit as st
 
 import mia_core
 from mia_core import datasets
-from mia_core.api import HELPER_NEEDS, MethodSpec
+from mia_core.api import HELPER_NEEDS, REF_NEEDS, MethodSpec
 from ui.places import PLACES
 #: Groups of methods by what they need beyond one pass of the target, in the order shown.
 GROUPS = ("statistics only", "extra passes of the target", "helper texts (known members or non-members)",
@@ -45,7 +45,7 @@ def group(spec: MethodSpec) -> str:
         return GROUPS[5]
     if "freq" in needs:
         return GROUPS[4]
-    if "ref_stats" in needs:
+    if needs & set(REF_NEEDS):
         return GROUPS[3]
     if needs & set(HELPER_NEEDS):
         return GROUPS[2]

@@ -9,6 +9,7 @@ from mia_core import METHODS
 from mia_core.api import LESSON_STAGES, teaching_order
 from mia_core.methods import NEEDS
 from ui.learn_toys import draw_mode_toy, draw_toy, toy_methods
+from ui.places import EXPLORE
 from ui.reference_view import plain
 
 #: Methods whose entry is open when the page loads: the first two a learner meets.
@@ -43,7 +44,9 @@ for n, name in enumerate(order):
         if name in toys:
             draw_toy(name)
         elif spec.token_level:
-            st.caption("No toy: its token scores come from further model passes or helper texts, which made-up "
-                       "numbers cannot stand in for; try it on a real text on Explore.")
+            where = "try it on a real text on Explore" if EXPLORE.offers(spec) else \
+                "run it on real texts with `mia score` (Explore does not take what it needs)"
+            st.caption("No toy: its token scores come from further model passes, another model or helper texts, "
+                       f"which made-up numbers cannot stand in for; {where}.")
 draw_mode_toy()
 st.page_link("app_pages/explore.py", label="Try the methods on a real text →", icon=":material/biotech:")

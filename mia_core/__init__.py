@@ -25,8 +25,10 @@ EXPORTS = {
     "METHODS": "mia_core.methods",
     "Score": "mia_core.methods",
     "get_method": "mia_core.methods",
-    "ModelLoadError": "mia_core.model.loading",
+    "ModelLoadError": "mia_core.model.errors",
     "load_model": "mia_core.model.loading",
+    "ServedModel": "mia_core.model.served.served_model",
+    "is_served_spec": "mia_core.model.served.spec",
     "StatsPolicy": "mia_core.model.policy",
     "TokenStats": "mia_core.api",
     "ModelAccess": "mia_core.api",
@@ -49,7 +51,7 @@ COMPANIONS = {"mia_core.scoring": "mia_core.runs"}
 __all__ = [
     "FrequencyTable", "LanguageModel", "METHODS", "ModelLoadError", "ModelAccess", "Score", "StatsPolicy", "TokenStats",
     "ExtractionSettings", "__version__", "blind", "extraction", "build_frequency_table", "dataset_inference", "datasets", "get_method",
-    "load_frequency_table", "load_model", "methods_allowed", "metrics", "reference", "runs", "score", "score_texts",
+    "ServedModel", "is_served_spec", "load_frequency_table", "load_model", "methods_allowed", "metrics", "reference", "runs", "score", "score_texts",
 ]
 
 

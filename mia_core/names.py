@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import html
 import re
 from typing import Iterable
 
@@ -36,3 +37,8 @@ def shown_name(name: str) -> str:
 def escaped(match: re.Match) -> str:
     """`\\x1b`, `\\n`, `\\u202e`: a matched character as Python writes it in a string literal."""
     return match.group().encode("unicode_escape").decode("ascii")
+
+
+def html_text(value) -> str:
+    """`value` as text inside HTML (an element's body or a quoted attribute): every markup character escaped."""
+    return html.escape(str(value), quote=True)

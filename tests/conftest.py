@@ -45,6 +45,8 @@ def gpt2_lm(make_lm):
 def membership(tmp_path_factory):
     """A tiny Llama trained for seconds on 40 member texts; 40 held-out texts from the same source.
 
+    `ref_lm` is a reference model with another tokenizer (for `ref`); `base_lm` is the untrained checkpoint the
+    trained model started from, sharing its tokenizer (the same-token reference of EZ-MIA and WBC).
     Helper texts (never scored): 8 more trained members and 30 more held-out texts, for the methods
     that need known members or non-members (prefix shots, a reference population).
     """
@@ -57,5 +59,6 @@ def membership(tmp_path_factory):
     lm = LanguageModel(model, tok, name="tiny-trained", stats_cache=cache)
     ref_tok = tiny_tokenizer(280)
     ref_lm = LanguageModel(tiny_gpt2(len(ref_tok), seed=3), ref_tok, name="tiny-ref", stats_cache=cache)
-    return {"lm": lm, "ref_lm": ref_lm, "members": members, "nonmembers": nonmembers,
+    base_lm = LanguageModel(tiny_llama(len(tok), seed=1), tok, name="tiny-base", stats_cache=cache)  # before training
+    return {"lm": lm, "ref_lm": ref_lm, "base_lm": base_lm, "members": members, "nonmembers": nonmembers,
             "helper_members": helper_members, "helper_nonmembers": helper_nonmembers}

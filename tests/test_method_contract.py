@@ -130,7 +130,7 @@ def test_the_memo_check_sees_one():
 def test_every_method_declares_the_passes_it_adds_to_the_statistics_pass():
     """The dashboard's cost estimate reads each method's `extra_passes`: more than none exactly for the methods that run
     a model again (the target `lm`, the lowercased text, a reference model), none for those that read statistics."""
-    runs_a_model = {"lm", "lowercase_stats", "ref_stats"}
+    runs_a_model = {"lm", "lowercase_stats", "ref_stats", "ref_same_token_stats"}
     for name, spec in METHODS.items():
         passes = spec.extra_passes(SimpleNamespace(**{i.name: i.default for i in param_infos(spec.params)}))
         assert (passes > 0) == bool(runs_a_model & set(spec.needs)), (name, passes, spec.needs)

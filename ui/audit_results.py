@@ -23,17 +23,11 @@ from mia_core.demo.ground_truth import adapter_training_plays, demo_book_truth
 from ui.audit_progress import results_store
 from ui.dataset_inference import dataset_inference_ui
 from ui.jobs import public_message
+from ui.markdown import md
 from ui.models import cached_model
 
 TRUTH_WORDS = {1: "in training", 0: "held out"}
 PERCENT = ("rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo", "prevalence_hi")
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:&])")
-
-
-def md(text) -> str:
-    """A user string inside Markdown shown as itself (no links, emphasis, HTML or maths)."""
-    return _MARKDOWN.sub(r"\\\1", " ".join(str(text).split()))  # a line break would start a new block
-
 
 def run_model(spec: str):
     """The model a run was scored with, or None if it cannot be loaded here (then no heatmaps)."""

@@ -6,6 +6,7 @@ is loaded under a sidebar status after the page ran (or earlier by a page that n
 """
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import streamlit as st
@@ -15,6 +16,7 @@ import mia_core
 from mia_core import LanguageModel, TokenStats
 from mia_core.api import Allowed, methods_allowed
 from ui.jobs import public_message
+from ui.markdown import md
 from ui.model_work import model_slot, watch_layers
 from ui.places import label
 
@@ -22,7 +24,12 @@ BUILT_IN = {
     "demo": "SmolLM2-135M — embedded, offline",
     "demo-known": "SmolLM2-135M + demo-known adapter (knows the demo members)",
     "other": "Another model: hub id or local folder",
+    "served": "A served model: vLLM or an OpenAI-compatible server",
 }
+#: What the served model's box shows before anything is typed (README, "Served models").
+SERVED_EXAMPLE = "http://127.0.0.1:8000/v1?model=NAME"
+#: Set to 1 by an operator who lets the dashboard's visitors use API keys from its environment (SECURITY.md).
+SERVED_KEYS_ENV = "MIA_LENS_SERVED_KEYS"
 #: Session keys: specs that failed to load (spec → message), the spec known loaded, a spec from a link to confirm.
 FAILED, LOADED, UNCONFIRMED = "model_failed", "model_loaded", "model_unconfirmed"
 
@@ -32,7 +39,8 @@ def cached_model(spec: str) -> LanguageModel:
     """One loaded model per spec for the whole server (models are large; never copy them); a page request's work on
     it stops before any layer once its session ended (`ui.model_work.watch_layers`)."""
     lm = mia_core.load_model(spec)
-    watch_layers(lm.model)
+    if lm.model is not None:  # a served model has no layers here: its requests stop with the run
+        watch_layers(lm.model)
     return lm
 
 
@@ -51,14 +59,31 @@ def chosen_spec() -> str | None:
     bar.header("Model")
     choice = bar.radio("Model", list(BUILT_IN), format_func=BUILT_IN.get, key="model_choice",
                        label_visibility="collapsed")
-    if choice != "other":
+    if choice not in ("other", "served"):
         return choice
-    spec = bar.text_input("Hub id or local folder", key="model_other", placeholder="EleutherAI/pythia-160m").strip()
-    if not spec:
-        bar.info("Enter a model name or folder.")
-        return None
-    if spec == st.session_state.get(UNCONFIRMED):  # from a link: a hub id or folder is loaded only when asked
-        bar.info("This model came from the link. Load it only if you trust its name.")
+    if choice == "served":
+        spec = bar.text_input("Server URL and settings", key="model_served", placeholder=SERVED_EXAMPLE).strip()
+        bar.caption("Settings after `?`: `model=` the served name, `tokenizer=` a local folder or hub id (default: "
+                    "the server's model root), `key_env=` the variable holding an API key, `logprobs=full` for the "
+                    "whole distribution (short texts). Check a server first with `mia models check URL`.")
+        if not spec:
+            bar.info("Enter the server's URL (vLLM: http://HOST:PORT/v1).")
+            return None
+        if not mia_core.is_served_spec(spec):
+            bar.error("A served model's address starts with http:// or https://.")
+            return None
+        if "key_env=" in spec and os.environ.get(SERVED_KEYS_ENV) != "1":  # a visitor could send our key anywhere
+            bar.error(f"This dashboard sends no API key from its environment (key_env=): its operator allows that "
+                      f"with {SERVED_KEYS_ENV}=1 (SECURITY.md).")
+            return None
+    else:
+        spec = bar.text_input("Hub id or local folder", key="model_other", placeholder="EleutherAI/pythia-160m").strip()
+        if not spec:
+            bar.info("Enter a model name or folder.")
+            return None
+    if spec == st.session_state.get(UNCONFIRMED):  # from a link: loaded (or asked) only when the visitor says so
+        bar.info("This model came from the link. Load it only if you trust its name" +
+                 (" and the server it names." if choice == "served" else "."))
         if not bar.button("Load this model", key="model_confirm"):
             return None
         st.session_state.pop(UNCONFIRMED)
@@ -101,6 +126,12 @@ def finish_loading(spec: str | None, status: StatusContainer | None) -> None:
         st.rerun()
     st.session_state[LOADED] = spec
     status.update(label=f"Loaded {spec}", state="complete")
+    if lm.model is None:  # served: where, and what it returns
+        st.sidebar.caption(f"{md(lm.name)}\n\nserved at **{md(str(lm.device))}**, context "
+                           f"{lm.max_length:,} tokens, fingerprint `{lm.fingerprint}`")
+        for warning in getattr(lm, "warnings", []):
+            st.sidebar.warning(warning)
+        return
     st.sidebar.caption(f"{lm.name}\n\ndevice **{lm.device}**, dtype **{str(lm.dtype).removeprefix('torch.')}**, "
                        f"context {lm.max_length:,} tokens, fingerprint `{lm.fingerprint}`")
 

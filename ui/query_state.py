@@ -42,7 +42,15 @@ def restore() -> None:
 
 
 def restore_model(model: list[str], path: list[str]) -> None:
-    """A built-in is chosen; another model's name is put in the box, to be confirmed before it loads."""
+    """A built-in is chosen; another model's name (or a served model's URL) is put in its box, to be confirmed
+    before it loads."""
+    if model == ["served"] and len(path) == 1 and path[0].strip():
+        spec = path[0].strip()
+        st.session_state["model_choice"] = "served"
+        if spec != st.session_state.get("model_served", "").strip():
+            st.session_state["model_served"] = spec
+            st.session_state[UNCONFIRMED] = spec
+        return
     if model == ["other"] and len(path) == 1 and path[0].strip():
         spec = path[0].strip()
         if spec in BUILT_IN and spec != "other":
@@ -62,9 +70,10 @@ def current(page: str) -> dict[str, list[str]]:
     choice_now = st.session_state.get("model_choice")
     if choice_now in BUILT_IN:
         params[MODEL] = [choice_now]
-        other = str(st.session_state.get("model_other") or "").strip()
-        if choice_now == "other" and other:
-            params[PATH] = [other]
+        box = {"other": "model_other", "served": "model_served"}.get(choice_now)
+        typed = str(st.session_state.get(box) or "").strip() if box else ""
+        if typed:
+            params[PATH] = [typed]
     for field in kept_fields():
         if field.page == page and field.key in st.session_state:
             params[field.key] = as_strings(st.session_state[field.key])

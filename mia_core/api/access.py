@@ -45,13 +45,15 @@ class ModelAccess(Access):
     `where` names the model in sentences ("this model", "this server")."""
 
     where: str = "this model"
+    hint: str = ""
+    """What would give more log-probs (a served model: "logprobs=full in the spec …"), said where log-probs fall short."""
 
     def describe_logprobs(self) -> str:
         """What it returns per token, e.g. "this server returns 20 log-probs per token"."""
         if self.full_distribution or self.top_k >= FULL_VOCABULARY:
             return f"{self.where} returns the whole next-token distribution"
         if self.top_k > 0:
-            return f"{self.where} returns {self.top_k} log-probs per token"
+            return f"{self.where} returns {self.top_k} log-prob{'' if self.top_k == 1 else 's'} per token"
         if self.token_logprob:
             return f"{self.where} returns only the true token's log-prob"
         return f"{self.where} returns no log-probs"
@@ -86,12 +88,13 @@ def refusal(offer: ModelAccess, needs: AccessNeeds, label: str) -> str | None:
     def says(generic: str) -> str:
         return f"{label} needs {needs.why or generic}"
 
+    short = f"{offer.describe_logprobs()}{f' ({offer.hint})' if offer.hint else ''}."
     if needs.full_distribution and not offer.full_distribution:
-        return f"{says(ACCESS['full_distribution'])}; {offer.describe_logprobs()}."
+        return f"{says(ACCESS['full_distribution'])}; {short}"
     if needs.top_k > max(offer.top_k, FULL_VOCABULARY if offer.full_distribution else 0):
-        return f"{says(f'the top {needs.top_k} log-probs at each position')}; {offer.describe_logprobs()}."
+        return f"{says(f'the top {needs.top_k} log-probs at each position')}; {short}"
     if needs.token_logprob and not offer.token_logprob:
-        return f"{says(ACCESS['token_logprob'])}; {offer.describe_logprobs()}."
+        return f"{says(ACCESS['token_logprob'])}; {short}"
     for name, lacks in (("further_passes", "scores only the texts it is given"),
                         ("gradients", "gives no gradients"), ("generation", "does not generate text")):
         if getattr(needs, name) and not getattr(offer, name):

@@ -15,6 +15,8 @@ NEEDS = {
     "stats": "per-token statistics of the target model (one forward pass)",
     "lowercase_stats": "a second pass of the target model on the lowercased text",
     "ref_stats": "statistics of the text under a reference model (`ref_model=`)",
+    "ref_same_token_stats": "statistics of a reference model sharing the target's tokenizer, run on the target's own "
+                            "token ids (`ref_model=`)",
     "freq": "a token-frequency table of a reference corpus (`freq=`)",
     "lm": "further passes of the target model itself (`lm=`)",
     "classifier": "a classifier fitted on labelled member/non-member data (`classifier=`)",
@@ -28,11 +30,15 @@ NEEDS = {
 #: Needs the target model alone meets: its statistics, passes on texts of a method's making, the lowercased text.
 MODEL_NEEDS = ("stats", "lm", "lowercase_stats")
 
+#: Needs a reference model meets (`ref_model=`, the CLI's `--ref-model`).
+REF_NEEDS = ("ref_stats", "ref_same_token_stats")
+
 #: Needs met by helper texts: known members or non-members a method uses as context or as a reference.
 HELPER_NEEDS = ("shots_nonmembers", "shots_members", "reference")
 
 #: Short words for what a need brings beyond the model's access, for method lists.
-NEED_WORDS = {"lowercase_stats": "a lowercased pass", "ref_stats": "extra model", "freq": "frequency table",
+NEED_WORDS = {"lowercase_stats": "a lowercased pass", "ref_stats": "extra model",
+              "ref_same_token_stats": "extra model (same tokenizer)", "freq": "frequency table",
               "classifier": "labelled training data", "shots_nonmembers": "known non-members",
               "shots_members": "known members", "reference": "known non-members"}
 

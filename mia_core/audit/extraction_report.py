@@ -5,12 +5,12 @@ fact about the model (checked by sampling), not a statistical inference about th
 """
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
 import plotly.graph_objects as go
 
+from ..names import html_text
 from .extraction import ROLES, STRIP_BINS, ExtractionEvidence, finding
 from .figures import axis_labels
 
@@ -51,11 +51,11 @@ def extraction_section(evidence: ExtractionEvidence, figure_html: str) -> str:
     rows = []
     for row in table.sort_values("_order", kind="stable").to_dict("records"):
         rows.append("<tr>" + "".join([
-            f"<td>{_e(row['book'])}</td>", f"<td>{_e(row['role'])}</td>", f"<td>{row['extraction_windows']:,}</td>",
+            f"<td>{html_text(row['book'])}</td>", f"<td>{html_text(row['role'])}</td>", f"<td>{row['extraction_windows']:,}</td>",
             f"<td>{_share(row, 'pz_ge_0.5')}</td>", f"<td>{_share(row, 'pz_ge_0.01')}</td>",
             f"<td>{_share(row, 'greedy')}</td>", f"<td>{row['passages']:,} ({row['passage_chars']:,} chars)</td>",
-            f"<td>{_e(row['longest_passage']) or '–'}</td>"]) + "</tr>"
-            + f"<tr class='finding'><td colspan='8'>{_e(finding(row))}</td></tr>")
+            f"<td>{html_text(row['longest_passage']) or '–'}</td>"]) + "</tr>"
+            + f"<tr class='finding'><td colspan='8'>{html_text(finding(row))}</td></tr>")
     head = ("<table class='extraction'><thead><tr><th>book</th><th>role</th><th>windows</th><th>p_z ≥ 0.5 "
             "[interval]</th><th>p_z ≥ 0.01 [interval]</th><th>greedy [interval]</th><th>passages at p_z ≥ 0.5</th>"
             "<th>longest passage</th></tr></thead>")
@@ -68,6 +68,3 @@ def _share(row: dict, key: str) -> str:
         return "–"
     return f"{value:.1%} [{low:.1%}–{high:.1%}]"
 
-
-def _e(value) -> str:
-    return html.escape(str(value), quote=True)

@@ -74,6 +74,8 @@ def run_facts(result: AuditResult, lm: LanguageModel | None = None) -> dict[str,
     facts = {"run id (results store)": run["run_id"], "model spec": run["model"], "model fingerprint": run["fingerprint"]}
     if lm is not None:
         facts["model as loaded for this report"] = f"{lm.dtype} on {lm.device}, context {lm.max_length:,} tokens"
+        for n, warning in enumerate(getattr(lm, "warnings", []), 1):  # a served model's (e.g. not repeatable)
+            facts[f"warning {n} about this model"] = warning
     facts |= {"code version": run["code_version"], "snippets": f"{settings.snippet_words} words each; {cap}",
               "seeds": f"bootstrap and book draws: {settings.seed}", "repeat with": reproduce_command(result)}
     return facts

@@ -7,7 +7,6 @@ sections laid out for A4 (`pdf`), with the figures drawn as vector SVG (`print_f
 """
 from __future__ import annotations
 
-import html
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from plotly.offline import get_plotlyjs
 
 from ..csv_safe import to_csv_safe
 from ..heatmap import heatmap_html, make_panel
+from ..names import html_text
 from ..methods import get_method
 from ..api import MethodSpec
 from ..model.language_model import LanguageModel
@@ -83,8 +83,8 @@ def report_html(result: AuditResult, lm: LanguageModel | None = None, *, printed
     spec = get_method(settings.method)
     flagged = flagged_books(result)
     sections = [
-        f"<h1>Book audit report</h1><p class='note'>Generated {_e(datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC'))} "
-        f"by MIA Lens {_e(run['code_version'])}. Run <code class='run-id'>{_e(run['run_id'])}</code>.</p>",
+        f"<h1>Book audit report</h1><p class='note'>Generated {html_text(datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC'))} "
+        f"by MIA Lens {html_text(run['code_version'])}. Run <code class='run-id'>{html_text(run['run_id'])}</code>.</p>",
         _summary(result, flagged),
         "<h2>Run</h2>" + _meta_table({
             "model": run["model"], "model fingerprint": run["fingerprint"], "method": f"{spec.label} ({spec.name})",
@@ -102,7 +102,7 @@ def report_html(result: AuditResult, lm: LanguageModel | None = None, *, printed
     ]
     head = f"<style>{STYLE}{PRINT_STYLE}</style>" if printed else (
         f"<style>{STYLE}</style><script type='text/javascript'>{get_plotlyjs()}</script>")
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>MIA Lens book audit {_e(run['run_id'])}"
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>MIA Lens book audit {html_text(run['run_id'])}"
             f"</title>{head}</head><body>{''.join(sections)}</body></html>")
 
 
@@ -150,12 +150,12 @@ def _summary(result: AuditResult, flagged: list[str]) -> str:
     if not cal.informative:
         text = "<b>The method does not separate the calibration books, so no verdict is given.</b> " + text
     elif reason := weak_calibration_reason(cal):
-        text = f"<b>The calibration is too weak for a verdict, so none is given</b>: {_e(reason)}. " + text
+        text = f"<b>The calibration is too weak for a verdict, so none is given</b>: {html_text(reason)}. " + text
     if few := sum(key == "too_few" for key in keys.values()):
         text += (f" <b>{few} book{'s have' if few != 1 else ' has'} too few snippets for a verdict</b>: with "
                  f"{cal.n_nonmember_snippets} non-member calibration snippets and {n} books, the book test cannot "
                  "reach significance; longer books (smaller snippets) or more calibration books would.")
-    warnings = "".join(f"<li>{_e(w)}</li>" for w in cal.warnings)
+    warnings = "".join(f"<li>{html_text(w)}</li>" for w in cal.warnings)
     return f"<p>{text}</p>" + (f"<div class='warn'><b>Read with care:</b><ul>{warnings}</ul></div>" if warnings else "")
 
 
@@ -181,7 +181,7 @@ def _calibration_section(result: AuditResult, printed: bool) -> str:
         "spread between books": f"{cal.book_sd:.3g} (sd of a book's score offset)",
         "accuracy at threshold": f"{cal.accuracy:.1%}",
     })
-    return (f"<h2>Calibration</h2><p class='note'>{cal.ci:.0%} intervals. TPR and FPR: {_e(RATE_INTERVAL)} (a book's "
+    return (f"<h2>Calibration</h2><p class='note'>{cal.ci:.0%} intervals. TPR and FPR: {html_text(RATE_INTERVAL)} (a book's "
             "snippets are not independent; with no hit, or only hits, the scores' correlation is used, an upper bound). "
             "AUROC: percentile interval from resampling whole calibration books.</p>" + table
             + (calibration_chart_html(cal) if printed else _figure(calibration_figure(cal), "calibration-roc")))
@@ -190,11 +190,11 @@ def _calibration_section(result: AuditResult, printed: bool) -> str:
 def _books_section(result: AuditResult, printed: bool) -> str:
     cal = result.calibration
     keys = verdict_keys(result.books, cal)
-    legend = "; ".join(f"<b>{_e(VERDICT_SHORT[k])}</b>: {_e(VERDICT_MEANING[k])}" for k in dict.fromkeys(keys))
-    notes = "".join(f"<p class='warn'>{n}</p>" for n in equal_rate_notes(result.books, keys, quote=_e))
+    legend = "; ".join(f"<b>{html_text(VERDICT_SHORT[k])}</b>: {html_text(VERDICT_MEANING[k])}" for k in dict.fromkeys(keys))
+    notes = "".join(f"<p class='warn'>{n}</p>" for n in equal_rate_notes(result.books, keys, quote=html_text))
     return ("<h2>Books</h2><p class='note'>rate = share of the book's snippets at or above the threshold; prevalence = "
             "(rate − FPR)/(TPR − FPR), clipped to [0, 1], the estimated share of the book seen in training. Rate interval: "
-            f"{_e(BOOK_RATE_INTERVAL)}; effective snippets are that count. Prevalence interval: {_e(PREVALENCE_INTERVAL)}. "
+            f"{html_text(BOOK_RATE_INTERVAL)}; effective snippets are that count. Prevalence interval: {html_text(PREVALENCE_INTERVAL)}. "
             "p = one-sided Mann–Whitney U against the non-member calibration snippets; BH = Benjamini–Hochberg across the "
             f"books of this run.</p><p class='note'>Verdicts, at a threshold that flags {cal.fpr:.1%} of the calibration's "
             f"non-member snippets: {legend}.</p>" + notes
@@ -211,8 +211,8 @@ def _books_table(books: pd.DataFrame, keys: list[str]) -> str:
             "<th>mean score</th><th>p</th><th>p (BH)</th></tr></thead>")  # a thead: repeated on each printed page
     rows = []
     for row, key in zip(books.itertuples(), keys):
-        cells = [f"<td class='verdict' style='border-left-color:{VERDICT_COLOURS[key]}'>{_e(VERDICT_SHORT[key])}</td>",
-                 f"<td>{_e(row.book)}</td>",
+        cells = [f"<td class='verdict' style='border-left-color:{VERDICT_COLOURS[key]}'>{html_text(VERDICT_SHORT[key])}</td>",
+                 f"<td>{html_text(row.book)}</td>",
                  f"<td>{_pct(row.prevalence)} [{_pct(row.prevalence_lo)}–{_pct(row.prevalence_hi)}]</td>",
                  f"<td>{_pct(row.rate)} [{_pct(row.rate_lo)}–{_pct(row.rate_hi)}]</td>",
                  f"<td>{row.n_snippets} ({row.n_effective:.1f})</td>", f"<td>{row.mean_score:.4g}</td>",
@@ -236,13 +236,13 @@ def _snippets_section(result: AuditResult, flagged: list[str], lm: LanguageModel
     lead = ("The highest-scoring snippets of each flagged book" if flagged else
             "No book was flagged. For inspection, the highest-scoring snippets of the top-ranked book")
     parts = ["<h2>Top snippets</h2><p class='note'>" + lead
-             + (f", coloured by the per-token {_e(spec.label)} scores (outlined: tokens in the sequence score; hover "
+             + (f", coloured by the per-token {html_text(spec.label)} scores (outlined: tokens in the sequence score; hover "
                 "for log-probabilities)." if lm is not None and _has_heatmap(spec) else ".") + "</p>"]
     audit = result.snippets[result.snippets["role"] == "audit"]
     for book in shown:
         top = audit[audit["book"] == book].nlargest(TOP_SNIPPETS, "score")
         texts = result.texts(top["snippet_id"])  # only the snippets shown are read with their texts
-        parts.append(f"<h3>{_e(book)}</h3>")
+        parts.append(f"<h3>{html_text(book)}</h3>")
         for row in top.itertuples():
             body = _snippet_body(texts[row.snippet_id], result, lm, f"heatmap-{row.snippet_id}")
             parts.append(f"<details open><summary>snippet {row.position} — score {row.score:.4g}</summary>{body}</details>")
@@ -252,7 +252,7 @@ def _snippets_section(result: AuditResult, flagged: list[str], lm: LanguageModel
 def _snippet_body(text: str, result: AuditResult, lm: LanguageModel, element_id: str) -> str:
     """A token heatmap of the snippet when the model is at hand and the method has one, else its text."""
     heatmap = snippet_heatmap(lm, text, result.settings, element_id) if lm is not None else None
-    return heatmap if heatmap is not None else f"<div style='white-space:pre-wrap'>{_e(text)}</div>"
+    return heatmap if heatmap is not None else f"<div style='white-space:pre-wrap'>{html_text(text)}</div>"
 
 
 def snippet_heatmap(lm: LanguageModel, text: str, settings: AuditSettings, element_id: str) -> str | None:
@@ -313,13 +313,10 @@ def _limits_section(result: AuditResult) -> str:
 
 
 def _meta_table(rows: dict) -> str:
-    return "<table class='meta'>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows.items()) + "</table>"
+    return "<table class='meta'>" + "".join(f"<tr><td>{html_text(k)}</td><td>{html_text(v)}</td></tr>" for k, v in rows.items()) + "</table>"
 
 
 def _figure(fig, div_id: str) -> str:
     return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id)
 
-
-def _e(value) -> str:
-    return html.escape(str(value), quote=True)
 

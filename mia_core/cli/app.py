@@ -44,6 +44,7 @@ COMMANDS = {
                        "mia methods)."),
     "reference": LazyCommand("mia_core.cli.reference", "Reference sets: known non-members' scores, for p-values "
                              "(mia score --reference)."),
+    "models": LazyCommand("mia_core.cli.models", "Models behind a server: check what one offers before scoring."),
     "cache": LazyCommand("mia_core.cli.cache", "The token-statistics cache (holds the token text of every scored "
                          "text): show it, empty it."),
 }

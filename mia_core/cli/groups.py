@@ -27,6 +27,9 @@ else:
 DeviceOpt = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps")
 DtypeOpt = typer.Option("auto", "--dtype", help="auto (bfloat16 on GPUs that support it, else float16; float32 on CPU "
                         "and MPS), float32, bfloat16, float16 or float64")
+MaxMemoryOpt = typer.Option(None, "--max-memory", help="shard the model across devices under a per-device cap, e.g. "
+                            "cuda:0=20GiB,cuda:1=20GiB,cpu=30GiB (with --device auto; what fits none is offloaded to "
+                            "disk). Without it, auto shards a model too big for the first of several GPUs")
 PickleOpt = typer.Option(False, "--allow-pickle", help="allow pickle (.bin) weights: only for trusted sources")
 RemoteCodeOpt = typer.Option(False, "--trust-remote-code", help="run the model repository's own code")
 BackendOpt = typer.Option("local", "--backend", help="local (this process) or ray (model actors on a Ray cluster; "
@@ -35,31 +38,39 @@ RayAddressOpt = typer.Option(None, "--ray-address", help="Ray cluster to use wit
                              "else a new local instance on this machine)")
 RayActorsOpt = typer.Option(None, "--ray-actors", help="model actors with --backend ray (default: one per GPU, "
                             "else one per CPU)")
+RayGpusOpt = typer.Option(None, "--ray-gpus-per-actor", help="GPUs each model actor takes with --backend ray (default: "
+                          "1 where the cluster has GPUs); an actor shards a model too big for one GPU across its own")
 
 
 @dataclass(frozen=True)
 class Backend:
-    """Where statistics are computed (`--backend`, `--ray-address`, `--ray-actors`)."""
+    """Where statistics are computed (`--backend`, `--ray-address`, `--ray-actors`, `--ray-gpus-per-actor`)."""
 
     name: str = "local"
     address: str | None = None
     actors: int | None = None
+    gpus_per_actor: int | None = None
 
     @classmethod
-    def checked(cls, name: str = "local", address: str | None = None, actors: int | None = None) -> Backend:
+    def checked(cls, name: str = "local", address: str | None = None, actors: int | None = None,
+                gpus_per_actor: int | None = None) -> Backend:
         """The choice, refused with one clear line when it cannot run (unknown backend, Ray options without Ray)."""
         if name not in backends.BACKENDS:
             fail(f"--backend must be one of {', '.join(backends.BACKENDS)} (got {name!r})")
         if name == "local" and (address or actors):
             fail("--ray-address and --ray-actors need --backend ray")
+        if name == "local" and gpus_per_actor is not None:
+            fail("--ray-gpus-per-actor needs --backend ray")
         if actors is not None and actors < 1:
             fail(f"--ray-actors must be at least 1 (got {actors})")
+        if gpus_per_actor is not None and gpus_per_actor < 1:
+            fail(f"--ray-gpus-per-actor must be at least 1 (got {gpus_per_actor})")
         if name == "ray":
             try:
                 ray_driver.require_ray()
             except ImportError as err:
                 fail(str(err))
-        return cls(name, address, actors)
+        return cls(name, address, actors, gpus_per_actor)
 
     def driver(self, options: ModelOptions) -> ModelOptions:
         """This process's load options: on the CPU with Ray (it then only fingerprints the model, counts tokens and
@@ -71,7 +82,8 @@ class Backend:
         if self.name == "local":
             return {"backend": "local"}
         return {"backend": self.name, "ray_address": self.address,
-                "ray_options": ray_driver.RayOptions(actors=self.actors, model=model)}
+                "ray_options": ray_driver.RayOptions(actors=self.actors, gpus_per_actor=self.gpus_per_actor,
+                                                     model=model)}
 
 
 @dataclass(frozen=True)
@@ -85,9 +97,11 @@ class Group:
 #: The option groups, by the type a command's parameter declares.
 GROUPS: dict[type, Group] = {
     ModelOptions: Group(ModelOptions, {"device": (str, DeviceOpt), "dtype": (str, DtypeOpt),
+                                       "max_memory": (Optional[str], MaxMemoryOpt),
                                        "allow_pickle": (bool, PickleOpt), "trust_remote_code": (bool, RemoteCodeOpt)}),
     Backend: Group(Backend.checked, {"name": (str, BackendOpt), "address": (Optional[str], RayAddressOpt),
-                                     "actors": (Optional[int], RayActorsOpt)}),
+                                     "actors": (Optional[int], RayActorsOpt),
+                                     "gpus_per_actor": (Optional[int], RayGpusOpt)}),
 }
 
 
@@ -120,4 +134,7 @@ def option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
 def load(spec: str, options: ModelOptions) -> LanguageModel:
     """Load a model with these options, saying so on stderr."""
     echo(f"loading model {spec} …", err=True)
-    return options.load(spec)
+    lm = options.load(spec)
+    for warning in getattr(lm, "warnings", []):  # a served model's: every run on it says so
+        echo(f"warning: {warning}", err=True)
+    return lm

@@ -22,7 +22,7 @@ commands = typer.Typer()
 @option_groups
 def list_methods(
     model: Optional[str] = typer.Option(None, "--model", help="list which methods this model allows, and why not the "
-                                        "others ('demo', a local folder, or a Hugging Face hub id)"),
+                                        "others ('demo', a local folder, a hub id, or a server's URL)"),
     options: ModelOptions = ModelOptions(),
 ) -> None:
     """List the available methods and what each needs."""

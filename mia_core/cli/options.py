@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import typer
 
-from ..api import HELPER_NEEDS, check_k
+from ..api import HELPER_NEEDS, REF_NEEDS, check_k
 from ..fitting import supervised_methods
 from ..inputs import datasets
 from ..inputs.tables import read_labelled, read_texts
@@ -25,9 +25,10 @@ from .groups import load
 DEFAULT_METHODS = "loss,zlib,min_k,min_k_pp"
 
 
-def users(need: str, methods: list[str] | None = None) -> list[str]:
-    """The methods (of `methods`, default: all registered) that need `need`, in registry order."""
-    return [m for m in (list(METHODS) if methods is None else methods) if need in get_method(m).needs]
+def users(need: str | tuple[str, ...], methods: list[str] | None = None) -> list[str]:
+    """The methods (of `methods`, default: all registered) that need `need` (or one of several), in registry order."""
+    needs = (need,) if isinstance(need, str) else need
+    return [m for m in (list(METHODS) if methods is None else methods) if set(needs) & set(get_method(m).needs)]
 
 
 def k_defaults() -> str:
@@ -40,7 +41,8 @@ def k_defaults() -> str:
     return "; ".join(f"{default:g} for {', '.join(names)}" for default, names in by_default.items())
 
 
-ModelOpt = typer.Option(..., "--model", help="'demo', a local folder, or a Hugging Face hub id")
+ModelOpt = typer.Option(..., "--model", help="'demo', a local folder, a Hugging Face hub id, or a server's URL with settings "
+                        "(http://HOST:PORT/v1?model=NAME; README: Served models)")
 MethodsOpt = typer.Option(DEFAULT_METHODS, "--methods", help="comma-separated method names (see: mia methods)")
 KOpt = typer.Option(0.2, "--k", help="fraction of tokens, for a method with a parameter k")
 MethodsKOpt = typer.Option(None, "--k", help=f"fraction of tokens for every chosen method with a k (default: each "
@@ -57,7 +59,7 @@ TemperatureOpt = typer.Option(1.0, "--temperature", help="extraction: sampling t
 BosOpt = typer.Option("auto", "--bos", help="auto: prepend the document-boundary token; none: reference-code behaviour")
 LongTextOpt = typer.Option("sliding", "--long-text", help="sliding or truncate, for texts longer than the context")
 RefModelOpt = typer.Option(None, "--ref-model", help="reference model ('demo', a folder or a hub id), for "
-                           f"{', '.join(users('ref_stats'))}")
+                           f"{', '.join(users(REF_NEEDS))}")
 FreqOpt = typer.Option(None, "--freq", help=f"token-frequency table (mia freq build), for {', '.join(users('freq'))}")
 ParamOpt = typer.Option(None, "--param", help="NAME=VALUE for a method parameter, repeatable; see: mia methods")
 NBootOpt = typer.Option(1000, "--n-boot", help="bootstrap resamples for the intervals")
@@ -128,13 +130,13 @@ def method_inputs(methods: list[str], params: dict, *, ref_model: str | None, fr
     """What the chosen methods need from the command line, by need: a loaded reference model (`--ref-model`), a
     frequency table (`--freq`), the folder of a fit saved by mia fit (`--param NEED=FOLDER`, taken out of `params`)."""
     inputs: dict = {}
-    for need, flag, value in (("ref_stats", "--ref-model", ref_model), ("freq", "--freq", freq)):
+    for need, flag, value in ((REF_NEEDS, "--ref-model", ref_model), ("freq", "--freq", freq)):
         needing = users(need, methods)
         if needing and not value:
-            fail(f"{', '.join(needing)} {'needs' if len(needing) == 1 else 'need'} {flag} ({_WHAT[need]})")
+            fail(f"{', '.join(needing)} {'needs' if len(needing) == 1 else 'need'} {flag} ({_WHAT[flag]})")
         if value and not needing:
             fail(f"{flag} is used by none of the chosen methods (it is for {', '.join(users(need)) or 'none'})")
-    if users("ref_stats", methods):
+    if users(REF_NEEDS, methods):
         inputs["ref_model"] = load(ref_model, options)
     if users("freq", methods):
         inputs["freq"] = freq
@@ -170,8 +172,8 @@ def check_fits(methods: list[str], inputs: dict, fit: float | None, *, can_fit: 
 
 
 #: What each need an option supplies is, for the message when it is missing.
-_WHAT = {"ref_stats": "a reference model: 'demo', a folder or a hub id",
-         "freq": "a token-frequency table; build one with: mia freq build"}
+_WHAT = {"--ref-model": "a reference model: 'demo', a folder or a hub id",
+         "--freq": "a token-frequency table; build one with: mia freq build"}
 
 
 def _literal(raw: str):

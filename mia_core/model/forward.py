@@ -9,6 +9,7 @@ model's own logits are reduced chunk-wise.
 from __future__ import annotations
 
 import itertools
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -18,6 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .fused_stats import fused_available, fused_reduce
+from .placement import is_offloaded, onloaded
 from .reduce import reduce_logits, stats_dtype
 
 #: Architectures whose logits are exactly `lm_head(last_hidden_state)` (no soft-capping or scaling).
@@ -99,6 +101,8 @@ def stats_head(head: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The head's weight and bias in `stats_dtype` (a float32 copy, cached on the module, for half-precision models)."""
     if head.weight.dtype == stats_dtype(head.weight.dtype):
         return head.weight, head.bias
+    if is_offloaded(head):  # a copy kept on the module would undo the offload: made per call instead
+        return head.weight.float(), head.bias.float() if head.bias is not None else None
     cached = getattr(head, "_mia_float32", None)
     if cached is None or cached[0].device != head.weight.device:
         bias = head.bias.float() if head.bias is not None else None
@@ -235,7 +239,8 @@ def pack_lengths(lengths: Sequence[int], batch_tokens: int, *, min_fill: float =
 @torch.inference_mode()
 def batch_stats(model: nn.Module, split, input_ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
                 targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reduce one padded batch to statistics of the selected rows (flattened (batch·T) indices), on its device.
+    """Reduce one padded batch to statistics of the selected rows (flattened (batch·T) indices), on the device the
+    logits land on (the head's: the last one of a model sharded across devices, `mia_core.model.placement`).
 
     Returns (floats (len(FLOAT_STATS), rows), ints (len(INT_STATS), rows) int64): two tensors, so that the host
     fetches a batch's statistics in two copies, which it may start without waiting (nothing here synchronises).
@@ -243,21 +248,23 @@ def batch_stats(model: nn.Module, split, input_ids: torch.Tensor, mask: torch.Te
     if split is not None:
         backbone, head = split
         hidden = backbone(input_ids=input_ids, attention_mask=mask, use_cache=False)[0]  # (b, T, H)
-        flat = hidden.reshape(-1, hidden.shape[-1])[rows]  # (rows, H)
+        flat = hidden.reshape(-1, hidden.shape[-1])[rows.to(hidden.device)]  # (rows, H), where the backbone ended
         # the head runs in float32 even for bf16/fp16 models: bf16 logits are too coarse for log-probs
-        logits_of = lambda sl: head_logits(flat[sl], head)  # noqa: E731  (rows, vocab)
+        logits_of = lambda sl: head_logits(flat[sl].to(head.weight.device), head)  # noqa: E731  (rows, vocab)
         vocab = head.weight.shape[0]
-    else:
+    else:  # a dispatched model's own call brings its logits back to the inputs' device
+        head = None
         logits = model(input_ids=input_ids, attention_mask=mask, use_cache=False).logits  # (b, T, V)
         flat = logits.reshape(-1, logits.shape[-1])
         logits_of = lambda sl: flat[rows[sl]]  # noqa: E731
         vocab = logits.shape[-1]
     parts: dict[str, list[torch.Tensor]] = {}
-    step = head_chunk_rows(input_ids.device, vocab)
-    for begin in range(0, rows.shape[0], step):
-        logits = logits_of(slice(begin, begin + step))  # (≤ step, vocab)
-        for key, value in reduce_rows(logits, targets[begin : begin + step]).items():
-            parts.setdefault(key, []).append(value)
+    with onloaded(head) if head is not None else nullcontext():  # an offloaded head's weights, once per batch
+        step = head_chunk_rows(head.weight.device if head is not None else input_ids.device, vocab)
+        for begin in range(0, rows.shape[0], step):
+            logits = logits_of(slice(begin, begin + step))  # (≤ step, vocab)
+            for key, value in reduce_rows(logits, targets[begin : begin + step].to(logits.device)).items():
+                parts.setdefault(key, []).append(value)
     if not parts:  # a batch with nothing to score (one-token texts)
         float_dtype = stats_dtype(next(model.parameters()).dtype)
         return (torch.empty((len(FLOAT_STATS), 0), dtype=float_dtype, device=input_ids.device),

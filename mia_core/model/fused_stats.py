@@ -9,6 +9,7 @@ the standard deviation stays centred (no E[x²]−E[x]² cancellation) while the
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 
 import torch
 
@@ -111,9 +112,11 @@ def fused_reduce(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch
     rank = torch.empty(rows, dtype=torch.int64, device=logits.device)
     if rows > 0:
         block = min(MAX_BLOCK, triton.next_power_of_2(n_cols))
-        _reduce_rows[(rows,)](logits, targets, floats["logprob"], floats["mu"], floats["sigma"], top1_id,
-                              floats["top1_logprob"], rank, n_cols, logits.stride(0), LOGPROB_FLOOR,
-                              BLOCK=block, num_warps=4)
+        # Triton launches on the current device: make it the logits' (the last GPU of a model sharded across GPUs)
+        with torch.cuda.device(logits.device) if logits.is_cuda else nullcontext():
+            _reduce_rows[(rows,)](logits, targets, floats["logprob"], floats["mu"], floats["sigma"], top1_id,
+                                  floats["top1_logprob"], rank, n_cols, logits.stride(0), LOGPROB_FLOOR,
+                                  BLOCK=block, num_warps=4)
     return {
         "logprob": floats["logprob"],
         "mu": floats["mu"],

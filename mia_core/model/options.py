@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..deferred import deferred
 from .builtin import BUILTIN_NAMES
+from .memory_map import parse_max_memory
 
 if TYPE_CHECKING:  # the loader (torch, transformers) loads with the first model: options alone stay light
     from . import loading
@@ -19,22 +20,28 @@ else:
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """How a model is loaded: the `load_model` options (the command line's `--device`, `--dtype`, `--allow-pickle`,
-    `--trust-remote-code`; `max_length` caps the context, None: the model's own)."""
+    """How a model is loaded: the `load_model` options (the command line's `--device`, `--dtype`, `--max-memory`,
+    `--allow-pickle`, `--trust-remote-code`; `max_length` caps the context, None: the model's own)."""
 
     device: str = "auto"
     dtype: str = "auto"
     allow_pickle: bool = False
     trust_remote_code: bool = False
     max_length: int | None = None
+    max_memory: str | None = None
+    """Per-device cap ("cuda:0=20GiB,cuda:1=20GiB,cpu=30GiB"): the model is sharded across these devices."""
+
+    def __post_init__(self) -> None:
+        """A cap that cannot be read is refused here, before any model is loaded (ValueError)."""
+        parse_max_memory(self.max_memory)
 
     def load(self, spec: str) -> LanguageModel:
         """The model named by `spec`, loaded with these options."""
         return loading.load_model(spec, **dataclasses.asdict(self))
 
     def on_cpu(self) -> ModelOptions:
-        """These options on the CPU (a driver that leaves the machine's GPUs to model workers)."""
-        return dataclasses.replace(self, device="cpu")
+        """These options on the CPU, whole (a driver that leaves the machine's GPUs to model workers)."""
+        return dataclasses.replace(self, device="cpu", max_memory=None)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from .forward import FLOAT_STATS, INT_STATS, Segment, batch_arrays, batch_stats, pack_batches, plain_head
+from .placement import input_device
 
 #: Batches launched on a CUDA device beyond the one the host is finishing (1: the device always has the next).
 LOOKAHEAD = 1
@@ -78,11 +79,11 @@ def _launch(model: nn.Module, split, segments: list[Segment], indices: list[int]
     arrays = batch_arrays([segments[i] for i in indices], pad_id)
     inputs = [_to_device(a, device) for a in (arrays.ids, arrays.mask, arrays.rows, arrays.targets)]
     floats, ints = batch_stats(model, split, *inputs)
-    ready = None
+    ready, out_device = None, floats.device  # the last device of a model sharded across GPUs
     floats, ints = _to_host(floats), _to_host(ints)
-    if device.type == "cuda":  # on the model's device's stream, which need not be the current device's
+    if out_device.type == "cuda":  # on the stream of the statistics' device, which need not be the current device
         ready = torch.cuda.Event()
-        ready.record(torch.cuda.current_stream(device))
+        ready.record(torch.cuda.current_stream(out_device))
     return _Launched(indices, arrays.counts, int(arrays.mask.sum()), floats, ints, ready)
 
 
@@ -134,7 +135,7 @@ def iter_batches(
     lookahead : batches launched beyond the one being finished (default `LOOKAHEAD` on CUDA, 0 elsewhere: on the
         CPU a launch computes, so launching early would only hold a second batch's statistics for nothing).
     """
-    device = next(model.parameters()).device
+    device = input_device(model)
     split = plain_head(model)
     if lookahead is None:
         lookahead = LOOKAHEAD if device.type == "cuda" else 0

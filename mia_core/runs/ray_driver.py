@@ -1,4 +1,5 @@
-"""The Ray backend: score on a Ray cluster, one model actor per GPU (CPU actors where there is none).
+"""The Ray backend: score on a Ray cluster, one model actor per GPU or per `gpus_per_actor` GPUs (CPU actors where
+there is none).
 
 Ray is optional (`requirements-scale.txt`) and imported only here, only when this backend runs.
 The driver cuts the work into chunks (the local path's batches), builds a `ray.data` dataset of
@@ -48,6 +49,9 @@ class RayOptions:
     """Model actors; None: one per GPU of the cluster, else one per `cpus_per_actor` CPUs (never more than chunks)."""
     cpus_per_actor: int = 1
     """CPUs (and torch threads) each actor takes on a cluster without GPUs."""
+    gpus_per_actor: int | None = None
+    """GPUs each actor takes on a cluster with GPUs (None: 1); an actor given several shards its model across them
+    when it does not fit one (`load_model`'s device "auto", or the model options' `max_memory`)."""
     model: ModelRef | None = None
     """The model the statistics workers load and how; None: the driver model's spec, dtype and context
     (`ModelRef.of`). A book audit's workers load the audit's own reference."""
@@ -155,18 +159,29 @@ def _one_pass(ray, chunks: dict[int, Chunk], job: dict, options: RayOptions, dri
 
 
 def _actor_pool(ray, options: RayOptions, n_chunks: int) -> tuple[int, dict]:
-    """(actors, resources per actor): one per GPU with `num_gpus=1`, else CPU actors with `num_cpus=cpus_per_actor`."""
-    available = ray.cluster_resources()
+    """(actors, resources per actor) on the connected cluster (`actor_plan`)."""
+    return actor_plan(ray.cluster_resources(), options, n_chunks)
+
+
+def actor_plan(available: dict, options: RayOptions, n_chunks: int) -> tuple[int, dict]:
+    """(actors, resources per actor) for a cluster's resources (`ray.cluster_resources()`): actors of
+    `gpus_per_actor` GPUs each (`num_gpus`), else CPU actors with `num_cpus=cpus_per_actor`; never more than chunks.
+    Raises ValueError when the cluster cannot give one actor the GPUs asked for."""
     gpus = int(available.get("GPU", 0))
+    per_gpu_actor = options.gpus_per_actor or 1
+    if options.gpus_per_actor and per_gpu_actor > gpus:
+        raise ValueError(f"--ray-gpus-per-actor {per_gpu_actor}: the Ray cluster has {gpus} GPU(s)"
+                         + ("" if gpus else "; leave the option out to run CPU actors"))
     if gpus:
-        return max(1, min(options.actors or gpus, gpus, n_chunks)), {"num_gpus": 1}
+        fits = gpus // per_gpu_actor
+        return max(1, min(options.actors or fits, fits, n_chunks)), {"num_gpus": per_gpu_actor}
     per_actor = max(1, options.cpus_per_actor)
     fits = max(1, int(available.get("CPU", 1)) // per_actor)
     return max(1, min(options.actors or fits, fits, n_chunks)), {"num_cpus": per_actor}
 
 
 def cluster_has_gpus(options: RayOptions) -> bool:
-    """Whether the cluster has GPUs (then actors take one each, and chunks are larger)."""
+    """Whether the cluster has GPUs (then actors take `gpus_per_actor` each, and chunks are larger)."""
     return int(connect(options.address).cluster_resources().get("GPU", 0)) > 0
 
 

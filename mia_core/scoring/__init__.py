@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from ..api import MethodSpec, Score, TokenStats, get_method
+from ..api import MethodSpec, Score, TokenStats, get_method, methods_allowed
 from ..model.language_model import LanguageModel
 from ..model.policy import StatsPolicy
 from .backends import STATS_BACKENDS, StatsBackend, check_backend, register_backend, text_stats
@@ -23,7 +23,8 @@ def score(name: str, stats: TokenStats, **kwargs: Any) -> Score:
     """Score one text's statistics with a registered method.
 
     Inputs by need: `lowercase` takes `lowercase_stats=` or `lm=` (the target model, to compute
-    them); `ref` takes `ref_stats=` or `ref_model=`; `dc_pdd` takes `freq=` (a `FrequencyTable` or
+    them); `ref` takes `ref_stats=` or `ref_model=`; `ez_mia` and `wbc` take `ref_model=` (sharing the
+    target's tokenizer) with `lm=`, or `ref_same_token_stats=`; `dc_pdd` takes `freq=` (a `FrequencyTable` or
     its path). ReCaLL and Con-ReCall take `shots_nonmembers=` / `shots_members=` (known texts) and
     `lm=`; CAMIA takes `reference=` (a `ReferenceStats`, or known non-member texts with `lm=`).
     Remaining keyword arguments are the method's parameters (e.g. `k=0.2`).
@@ -79,6 +80,9 @@ def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, 
     input is raised where it was before (then nothing streams, and every method is scored after the pass).
     """
     specs = [get_method(m) for m in dict.fromkeys(methods)]  # each method once, in the given order
+    refused = methods_allowed(lm, [s.name for s in specs]).refused if lm is not None else {}
+    if refused:  # what the model does not offer is refused with the reason, never approximated
+        raise ValueError(" ".join(refused.values()))
     StatsPolicy(bos, long_text)  # both policies checked before any model pass
     given = {key: params.pop(key) for key in INPUT_KWARGS if key in params and key != "lm"}
     method_params = _method_params(specs, params, k)

@@ -11,15 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..api import HELPER_NEEDS, MethodSpec, TokenStats
 from ..methods.dc_pdd.frequency import FrequencyTable, load_frequency_table
 from ..methods.helper_texts import ROLES, HelperTexts, ReferenceStats, as_helper_texts, check_disjoint
 from ..model.identity import tokenizer_fingerprint
 from ..model.language_model import LanguageModel
+from ..model.same_tokens import same_token_stats
 from .backends import text_stats
 
 #: Keyword arguments of `score` / `score_texts` that supply a need rather than set a parameter.
-INPUT_KWARGS = ("lm", "lowercase_stats", "ref_model", "ref_stats", "freq", "classifier", *HELPER_NEEDS)
+INPUT_KWARGS = ("lm", "lowercase_stats", "ref_model", "ref_stats", "ref_same_token_stats", "freq", "classifier", *HELPER_NEEDS)
 #: Needs whose supplier reads only what the caller gave (no model pass, no statistics): they can be made before the
 #: target's pass, so methods that need nothing else are scored while its statistics stream in.
 GIVEN_NEEDS = ("freq", "classifier")
@@ -91,6 +94,24 @@ def ref_stats(req: Request) -> PerText:
     return PerText(ref_model.token_stats(req.texts, bos=req.bos, progress=req.progress, long_text=req.long_text))
 
 
+def ref_same_token_stats(req: Request) -> PerText:
+    """Each text's statistics under the reference model on the target's ids (given as `ref_same_token_stats=`, or
+    computed by `ref_model=` with the target's tokenizer), checked to pair with the target's token by token."""
+    need = "ref_same_token_stats"
+    method = req.wanting(need)
+    if req.given.get(need) is not None:
+        paired = _per_text(req.given[need], req, need)
+    else:
+        ref_model = req.require("ref_model", "ref_model= (a reference model sharing the target's tokenizer)", need)
+        paired = PerText(same_token_stats(ref_model, req.model(need), req.texts, method=method, bos=req.bos,
+                                          long_text=req.long_text, progress=req.progress))
+    for i, (target, reference) in enumerate(zip(req.stats, paired.values)):
+        if not np.array_equal(target.token_ids, reference.token_ids):
+            raise ValueError(f"{method} compares token by token: the reference pass of text {i} scored other tokens "
+                             f"than the target's ({reference.n_scored} tokens against {target.n_scored})")
+    return paired
+
+
 def frequency(req: Request) -> FrequencyTable:
     """The frequency table (a table or its path), checked against the target's tokenizer."""
     return frequency_table(req.require("freq", "freq= (a frequency table or its path)", "freq"),
@@ -125,6 +146,7 @@ def helper_texts(role: str) -> Callable[[Request], Any]:
 SUPPLIERS: dict[str, Callable[[Request], Any]] = {
     "lowercase_stats": lowercase_stats,
     "ref_stats": ref_stats,
+    "ref_same_token_stats": ref_same_token_stats,
     "freq": frequency,
     "lm": target_model,
     "classifier": fitted("classifier"),

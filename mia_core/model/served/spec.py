@@ -1,0 +1,112 @@
+"""A served model's spec string: the server's URL with the few settings MIA Lens needs, in one string that works
+wherever `--model` does.
+
+    http://127.0.0.1:8000/v1?model=demo&tokenizer=demo&key_env=OPENAI_API_KEY&logprobs=full&concurrency=8
+
+Only the *name* of an environment variable holding an API key is ever part of a spec (specs are written into
+results, reports and caches); the key itself is read from the environment when a request is sent.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+#: The servers whose answer shapes MIA Lens reads (`mia_core.model.served.shapes`).
+APIS = ("vllm", "sglang", "echo")
+#: `logprobs=`: "top" asks for the true token's log-prob, rank and the top-1 token; "full" for every log-prob.
+LOGPROB_MODES = ("top", "full")
+#: Bounds on what a spec may ask for (SECURITY.md "Bounds").
+MAX_CONCURRENCY = 64
+MAX_TIMEOUT_S = 3600.0
+MAX_RETRIES = 10
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class ServedSpec:
+    """A parsed served-model spec; `text` is the canonical spec string (stored with results)."""
+
+    base_url: str
+    model: str | None = None
+    tokenizer: str | None = None
+    key_env: str | None = None
+    api: str = "vllm"
+    logprobs: str = "top"
+    concurrency: int = 8
+    timeout: float = 120.0
+    retries: int = 4
+
+    @property
+    def text(self) -> str:
+        """The canonical spec: the URL with every setting that differs from its default, in a fixed order."""
+        defaults = ServedSpec(self.base_url)
+        query = {name: getattr(self, name) for name in _SETTINGS if getattr(self, name) != getattr(defaults, name)}
+        return f"{self.base_url}?{urlencode(query)}" if query else self.base_url
+
+
+_SETTINGS = ("model", "tokenizer", "key_env", "api", "logprobs", "concurrency", "timeout", "retries")
+
+
+def is_served_spec(spec: object) -> bool:
+    """True for a spec that names a server (an http:// or https:// URL) rather than a model to load."""
+    return isinstance(spec, str) and spec.strip().lower().startswith(("http://", "https://"))
+
+
+def parse_served_spec(spec: str) -> ServedSpec:
+    """The `ServedSpec` of a spec string, or a ValueError that names the setting at fault and what it accepts."""
+    parts = urlsplit(spec.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"a served model's spec is an http:// or https:// URL with a host (got {spec!r})")
+    if parts.username or parts.password:
+        raise ValueError("put no credentials in a served model's URL (specs are stored with results): name the "
+                         "environment variable that holds the API key with key_env=NAME")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"the URL's port is not a port number: {spec!r}") from None
+    netloc = parts.hostname if port is None else f"{parts.hostname}:{port}"
+    if ":" in parts.hostname:  # an IPv6 address keeps its brackets
+        netloc = f"[{parts.hostname}]" + ("" if port is None else f":{port}")
+    base_url = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") or "/v1", "", ""))
+    values: dict[str, str] = {}
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name not in _SETTINGS:
+            near = difflib.get_close_matches(name, _SETTINGS, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(f"unknown setting {name!r} in the served model's spec{hint}; settings: {', '.join(_SETTINGS)}")
+        if name in values:
+            raise ValueError(f"the setting {name!r} is given twice in the served model's spec")
+        values[name] = value
+    return ServedSpec(base_url, **_checked(values))
+
+
+def _checked(values: dict[str, str]) -> dict:
+    """Each setting converted and checked against its bounds."""
+    out: dict = {}
+    for name in ("model", "tokenizer"):
+        if name in values:
+            if not values[name].strip():
+                raise ValueError(f"{name}= is empty in the served model's spec")
+            out[name] = values[name].strip()
+    if "key_env" in values:
+        if not _ENV_NAME.match(values["key_env"]):
+            raise ValueError(f"key_env= names an environment variable (letters, digits, _), got {values['key_env']!r}")
+        out["key_env"] = values["key_env"]
+    for name, allowed in (("api", APIS), ("logprobs", LOGPROB_MODES)):
+        if name in values:
+            if values[name] not in allowed:
+                raise ValueError(f"{name}={values[name]!r} is not one of: {', '.join(allowed)}")
+            out[name] = values[name]
+    for name, kind, low, high in (("concurrency", int, 1, MAX_CONCURRENCY), ("timeout", float, 1.0, MAX_TIMEOUT_S),
+                                  ("retries", int, 0, MAX_RETRIES)):
+        if name in values:
+            try:
+                number = kind(values[name])
+            except ValueError:
+                raise ValueError(f"{name}= must be a number from {low:g} to {high:g} (got {values[name]!r})") from None
+            if not low <= number <= high:
+                raise ValueError(f"{name}= must be from {low:g} to {high:g} (got {values[name]})")
+            out[name] = number
+    return out

@@ -1,0 +1,246 @@
+"""`StatsModel`: what every model MIA Lens scores through shares — tokenise, apply the BOS policy, window long texts,
+run the passes, assemble and cache `TokenStats`.
+
+The passes themselves are the subclass's (`_batches`): `LanguageModel` runs a transformers model in process, a served
+model sends the same segments to a server. Both therefore feed the same ids for a text (the same tokenizer, boundary
+token and windows), so their statistics, cache keys and heatmap offsets are comparable.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Iterator, NamedTuple, Sequence
+
+import numpy as np
+
+from ..api.access import ModelAccess
+from ..api.token_stats import TokenStats, TokenStrings
+from ..paths import cache_root
+from .boundary import boundary_token_id
+from .encoding import encode_texts
+from .forward import Segment, split_windows, window_ids
+from .pipeline import FinishedBatch
+from .policy import StatsPolicy
+from .stats_cache import StatsCache
+
+WindowPlan = Callable[[int, int, int], list[tuple[int, int, int]]]
+
+
+class _Common(NamedTuple):
+    """What every text of one statistics pass shares, read once per pass (not once per text)."""
+
+    bos: str
+    boundary_str: str | None
+    bos_token_id: int | None
+    vocab_width: int
+
+
+class StatsModel:
+    """A model with a tokenizer that turns texts into `TokenStats`: `.tokenizer`, `.name`, `.spec`, `.fingerprint`,
+    `.max_length`, `.access`; subclasses run the passes (`_batches`) and say what they offer."""
+
+    def __init__(self, tokenizer, *, name: str, spec: str | None, fingerprint: str, max_length: int,
+                 stats_cache: StatsCache | None = None):
+        self.tokenizer = tokenizer
+        self.name = name
+        #: What `load_model` was given to load it ("demo", a folder, a hub id, a server's spec): workers load it again
+        #: from this.
+        self.spec = str(spec or name)
+        self.fingerprint = fingerprint
+        self.max_length = max_length
+        if self.max_length < 2:
+            raise ValueError(f"max_length must be at least 2 tokens (got {self.max_length})")
+        self._boundary = boundary_token_id(tokenizer)
+        self.stats_cache = stats_cache if stats_cache is not None else StatsCache(cache_root() / "stats")
+        #: (n_tokens, context, stride) -> windows under "sliding"; a bench swaps in another plan (cache=False).
+        self.window_plan: WindowPlan = split_windows
+        #: Token budget per batch of the last statistics run (after any halving on out-of-memory).
+        self.last_batch_tokens: int | None = None
+
+    @property
+    def access(self) -> ModelAccess:
+        """What the model lets a method read (`mia_core.methods_allowed` compares it with each method's needs)."""
+        raise NotImplementedError
+
+    @property
+    def vocab_width(self) -> int:
+        """Width of the distribution the statistics are taken over."""
+        raise NotImplementedError
+
+    @property
+    def dtype(self):
+        """The precision the passes run in (part of the statistics' cache key)."""
+        raise NotImplementedError
+
+    def auto_batch_tokens(self) -> int:
+        """The default token budget per batch."""
+        raise NotImplementedError
+
+    def _batches(self, segments: list[Segment], budget: int, progress) -> Iterator[FinishedBatch]:
+        """The statistics of every segment's scored tokens, as batches finish (every segment in exactly one)."""
+        raise NotImplementedError
+
+    def token_stats(
+        self,
+        texts: Sequence[str],
+        bos: str = "auto",
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        long_text: str = "sliding",
+        cache: bool = True,
+        batch_tokens: int | None = None,
+        on_stats: Callable[[int, TokenStats], None] | None = None,
+    ) -> list[TokenStats]:
+        """Per-token statistics of every text, in input order.
+
+        bos : "auto" prepends the document-boundary token (see `mia_core.model.boundary`) so every text
+            token is scored; "none" reproduces the Min-K%/Min-K%++ reference code (first token unscored).
+        progress : called as progress(done, total), counted in tokens.
+        long_text : texts longer than `max_length` tokens are scored in sliding windows with at
+            least max_length/2 tokens of left context ("sliding"), or cut to the first max_length
+            tokens ("truncate"); `TokenStats.long_text` says which happened.
+        cache : read and write the on-disk statistics cache.
+        batch_tokens : padded tokens per batch (default: 4096 on CPU, from free memory on CUDA).
+        on_stats : called as on_stats(index, statistics) once per text as soon as its statistics are ready (cached
+            texts first, then in the order their batches finish): on CUDA it runs while the device computes the
+            next batch, so work per text done there costs no device time (`mia_core.score_texts` scores so).
+        """
+        StatsPolicy(bos, long_text)  # validates both, naming the closest valid value
+        texts = [str(t) for t in texts]
+        boundary = self._boundary if bos == "auto" else None  # tokenizer configs can change it
+        model_key = f"{self.fingerprint}|{self.dtype}|bos={bos}:{boundary}|{long_text}|ctx={self.max_length}"
+        keys = [self.stats_cache.key(model_key, t) for t in texts] if cache else []
+        out: list[TokenStats | None] = [self.stats_cache.get(k, t) for k, t in zip(keys, texts)] if cache else [None] * len(texts)
+        todo = [i for i, s in enumerate(out) if s is None]
+        if on_stats is not None:
+            for i, stats in enumerate(out):
+                if stats is not None:
+                    on_stats(i, stats)
+        if todo:
+            for j, stats in self._compute([texts[i] for i in todo], bos, long_text, progress, batch_tokens):
+                i = todo[j]
+                out[i] = stats
+                if cache:
+                    self.stats_cache.put(keys[i], stats)
+                if on_stats is not None:
+                    on_stats(i, stats)
+        elif progress is not None:  # all cached: done, counted in the same unit (tokens)
+            tokens = max(1, sum(len(s.tokens) for s in out if s is not None))
+            progress(tokens, tokens)
+        return out  # type: ignore[return-value]
+
+    def _compute(self, texts, bos, long_text, progress, batch_tokens) -> Iterator[tuple[int, TokenStats]]:
+        """Tokenise, window and run the model on texts that were not cached: (index, statistics) of each text as
+        soon as its last window's batch finishes (texts with nothing to score first)."""
+        boundary = self._boundary if bos == "auto" else None
+        boundary_str = self.tokenizer.convert_ids_to_tokens(boundary) if boundary is not None else None
+        common = _Common(bos, boundary_str, self.tokenizer.bos_token_id, self.vocab_width)
+        encodings = encode_texts(self.tokenizer, texts, arrays=True)
+        segments: list[Segment] = []
+        places: list[int] = []  # each segment's first scored token's place among its text's scored tokens
+        missing: list[int] = []  # windows of each text not back yet
+        sizes: list[int] = []  # scored tokens of each text
+        flags = []
+        lead = len(self._with_boundary([], bos))  # 1 where the boundary token is fed first
+        for owner, (ids, _) in enumerate(encodings):
+            n_fed = lead + len(ids)
+            if n_fed < 2:  # nothing to score (empty text, or one token with no boundary)
+                windows, flag = [], "none"
+            elif n_fed <= self.max_length:
+                windows, flag = [(0, n_fed, 1)], "none"
+            elif long_text == "truncate":
+                windows, flag = [(0, self.max_length, 1)], "truncated"
+            else:
+                windows, flag = self.window_plan(n_fed, self.max_length, self.max_length // 2), "sliding"
+            flags.append(flag)
+            counts = [b - a - s for a, b, s in windows]
+            if isinstance(ids, np.ndarray):  # a long text: windows are views of its ids (no copy of them all)
+                segments += [Segment(owner, window_ids(ids, boundary, lead, a, b), s) for a, b, s in windows]
+            else:
+                full = self._with_boundary(ids, bos)
+                segments += [Segment(owner, full[a:b], s) for a, b, s in windows]
+            places += itertools.accumulate(counts[:-1], initial=0) if windows else []
+            missing.append(len(windows))
+            sizes.append(sum(counts))
+        filled: list[dict | None] = [None] * len(texts)  # statistics of texts with several windows, filled in place
+        for i, text in enumerate(texts):
+            if not missing[i]:
+                yield i, self._assemble(text, encodings[i], {}, flags[i], common)
+        budget = batch_tokens or self.auto_batch_tokens()
+        self.last_batch_tokens = budget
+        for batch in self._batches(segments, budget, progress):
+            self.last_batch_tokens = batch.budget
+            for k, stats in zip(batch.indices, batch.stats):
+                owner = segments[k].owner
+                if missing[owner] == 1 and filled[owner] is None:  # the text's only window: its own copies
+                    joined = {key: value.copy() for key, value in stats.items()}  # (the batch's arrays are views)
+                else:  # one of several windows: into the text's arrays, never all windows and their join at once
+                    joined = filled[owner] or {key: np.empty(sizes[owner], value.dtype) for key, value in stats.items()}
+                    filled[owner] = joined
+                    for key, value in stats.items():
+                        joined[key][places[k] : places[k] + len(value)] = value
+                missing[owner] -= 1
+                if not missing[owner]:
+                    yield owner, self._assemble(texts[owner], encodings[owner], joined, flags[owner], common)
+                    filled[owner], encodings[owner] = None, None  # the text's arrays are its statistics' now
+
+    def fed_ids(self, text: str, bos: str = "auto") -> list[int]:
+        """The ids the statistics pass feeds for a whole text (before windowing); it scores `fed_ids[1:]`."""
+        StatsPolicy(bos, "sliding")
+        return self._with_boundary(self._encode(text)[0], bos)
+
+    def _with_boundary(self, ids: list[int], bos: str) -> list[int]:
+        """The ids a pass feeds for a text's ids: the document-boundary token first under bos="auto"."""
+        return ([self._boundary] if bos == "auto" and self._boundary is not None else []) + ids
+
+    def _encode(self, text: str) -> tuple[list[int], list[tuple[int, int]] | None]:
+        """Token ids with `add_special_tokens=True` and character offsets (where the tokenizer has them).
+
+        Special tokens a tokenizer appends after the text (an EOS) are dropped: they are not text.
+        """
+        return self._encode_many([text])[0]
+
+    def _encode_many(self, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]] | None]]:
+        """`_encode` of every text, in one batched tokenizer call (parallel in fast tokenizers)."""
+        return encode_texts(self.tokenizer, texts)
+
+    def _assemble(self, text, encoding, joined: dict[str, np.ndarray], flag, common: "_Common") -> TokenStats:
+        """Attach ids, display strings and offsets of the scored tokens to a text's joined window statistics."""
+        ids, offsets = encoding
+        n_scored = len(joined["logprob"]) if joined else 0
+        # scored tokens are full[1 : 1 + n_scored]; full = [boundary] + ids, or ids itself
+        first = 0 if common.boundary_str is not None else 1
+        first_token_scored = common.boundary_str is not None or len(ids) > 0 and bool(ids[0] == common.bos_token_id)
+        if isinstance(ids, np.ndarray):  # a long text: views of its arrays (copies of a truncated text's few)
+            scored_ids = ids[first : first + n_scored]
+            scored_ids = scored_ids.copy() if flag == "truncated" else scored_ids
+        else:
+            scored = ids[first : first + n_scored]
+            scored_ids = np.fromiter(scored, np.int64, len(scored))
+        if offsets is not None:
+            spans = offsets[first : first + n_scored]
+            spans = spans.copy() if flag == "truncated" else spans
+        else:
+            spans = np.zeros((n_scored, 2), dtype=np.int64)
+        # display strings are made when first read; only tokens without a span (specials) need their names now
+        names = {j: self.tokenizer.convert_ids_to_tokens(int(scored_ids[j]))
+                 for j in np.flatnonzero(spans[:, 1] <= spans[:, 0]).tolist()}
+        return TokenStats(
+            text=text,
+            token_ids=scored_ids,
+            tokens=TokenStrings(text, spans, names),
+            offsets=spans,
+            logprob=joined.get("logprob", np.empty(0, np.float32)),
+            mu=joined.get("mu", np.empty(0, np.float32)),
+            sigma=joined.get("sigma", np.empty(0, np.float32)),
+            top1_id=joined.get("top1_id", np.empty(0, np.int64)),
+            top1_logprob=joined.get("top1_logprob", np.empty(0, np.float32)),
+            entropy=joined.get("entropy", np.empty(0, np.float32)),
+            rank=joined.get("rank", np.empty(0, np.int64)),
+            bos_policy=common.bos,
+            boundary_token=common.boundary_str,
+            first_token_scored=first_token_scored,
+            long_text=flag,
+            n_text_tokens=len(ids),
+            vocab_width=common.vocab_width,
+        )
+

@@ -1,0 +1,55 @@
+"""Session fixtures: real vLLM engines on loopback. `vllm_demo` serves the demo model (batching as vLLM does);
+`vllm_lora` (the demo + the demo-known LoRA module, one request at a time) and `vllm_merged` (the merged demo-known
+folder) start only when a test asks for them: vLLM serves one base model per server, and its CPU LoRA path fails on
+batches (see `tests.support.vllm_server.server_command`), so the plain server runs without --enable-lora.
+
+Each server writes tests/artifacts/vllm-<name>.log; the log is kept when any test of the session failed.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mia_core.model.builtin import demo_known_dir
+from mia_core.model.loading import demo_folder
+
+from tests.support.vllm_server import ARTIFACTS, VllmServer, merged_folder, missing_engine, start_server
+
+
+def _serve(request: pytest.FixtureRequest, log_name: str, **kwargs) -> Iterator[VllmServer]:
+    """Start one engine for the session (or skip, naming the missing venv), stop it at the end."""
+    reason = missing_engine()
+    if reason:
+        pytest.skip(reason)
+    log = ARTIFACTS / f"vllm-{log_name}.log"
+    server = start_server(log=log, **kwargs)
+    yield server
+    server.stop()
+    if request.session.testsfailed == 0:
+        log.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def vllm_demo(request) -> Iterator[VllmServer]:
+    """The demo model served as `demo`."""
+    yield from _serve(request, "demo", model=demo_folder(), name="demo")
+
+
+@pytest.fixture(scope="session")
+def vllm_lora(request) -> Iterator[VllmServer]:
+    """The demo model served as `demo`, with the demo-known adapter as the LoRA module `demo-known`."""
+    yield from _serve(request, "lora", model=demo_folder(), name="demo", lora={"demo-known": demo_known_dir()})
+
+
+@pytest.fixture(scope="session")
+def demo_known_merged() -> Path:
+    """The demo-known folder merged into the base weights (built once, reused from the cache)."""
+    return merged_folder(demo_folder(), demo_known_dir())
+
+
+@pytest.fixture(scope="session")
+def vllm_merged(request, demo_known_merged) -> Iterator[VllmServer]:
+    """The merged demo-known folder served as `demo-known-merged`."""
+    yield from _serve(request, "merged", model=demo_known_merged, name="demo-known-merged")

@@ -1,0 +1,69 @@
+"""A book audit through a served model: the same books.csv as the model loaded in process, and a server that dies
+mid-run (a loopback proxy in front of the real engine is stopped: connections refused and reset) leaves the finished
+batches in the store; the same command then resumes and ends with the same books.csv."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mia_core.runs.store import ResultsStore
+from tests.audit.test_jobs import mia
+from tests.support.tiny import random_texts
+from tests.support.store_poll import wait_scored
+from tests.support.tcp_proxy import TcpProxy
+
+pytestmark = [pytest.mark.integration]
+
+
+def write_library(folder) -> tuple:
+    """Calibration (2 member-labelled and 2 held-out books) and 2 books to audit: 120 snippets of 20 words."""
+    texts = random_texts(120, seed=11, min_words=20, max_words=20)
+    pd.DataFrame({"book": [f"c{i // 10}" for i in range(40)], "text": texts[:40],
+                  "label": [1 if i < 20 else 0 for i in range(40)]}).to_csv(folder / "cal.csv", index=False)
+    pd.DataFrame({"book": [f"b{i // 40}" for i in range(80)], "text": texts[40:]}).to_csv(folder / "books.csv",
+                                                                                             index=False)
+    return folder / "cal.csv", folder / "books.csv"
+
+
+def test_served_audit_dies_resumes_and_equals_in_process(vllm_demo, tmp_path):
+    cal, books = write_library(tmp_path)
+    common = ["audit-books", "--calibration", cal, "--books", books, "--snippet-words", "20", "--method", "min_k",
+              "--n-boot", "200", "--batch-snippets", "4"]
+    local = mia(*common, "--model", "demo", "--output-dir", tmp_path / "local", "--store", tmp_path / "local.duckdb",
+                cache=tmp_path / "cache-local")
+    _, err = local.communicate(timeout=900)
+    assert local.returncode == 0, err[-2000:]
+
+    host, port = vllm_demo.url.removeprefix("http://").split(":")
+    proxy = TcpProxy((host, int(port))).start()
+    served = f"{proxy.url}/v1?model=demo&retries=2&concurrency=2"
+    store_path = tmp_path / "served.duckdb"
+    args = [*common, "--model", served, "--output-dir", tmp_path / "served", "--store", store_path]
+    first = mia(*args, cache=tmp_path / "cache-served")
+    try:
+        assert wait_scored(store_path, first, 24, deadline_s=300) >= 24, first.communicate()[1][-2000:]
+        proxy.stop()  # the server is gone: refused and reset connections
+        _, err = first.communicate(timeout=300)
+    finally:
+        proxy.stop()
+    assert first.returncode == 2 and err.strip().splitlines()[-1].startswith("error: no server answers at")
+    stored = ResultsStore(store_path)
+    run_id = stored.runs()["run_id"].iloc[0]
+    kept = stored.results(run_id).dropna(subset=["score"])
+    assert 24 <= len(kept) < 120
+
+    proxy.start()  # back on the same port
+    try:
+        again = mia(*args, cache=tmp_path / "cache-served")
+        _, err = again.communicate(timeout=900)
+    finally:
+        proxy.stop()
+    assert again.returncode == 0, err[-2000:]
+    assert f"{len(kept)} already scored (resuming)" in err
+    ours = pd.read_csv(tmp_path / "local" / "books.csv")
+    theirs = pd.read_csv(tmp_path / "served" / "books.csv")
+    assert list(theirs.columns) == list(ours.columns) and list(theirs["book"]) == list(ours["book"])
+    numeric = ours.select_dtypes("number").columns
+    pd.testing.assert_frame_equal(theirs[numeric], ours[numeric], check_exact=False, atol=2e-3)
+    other = [c for c in ours.columns if c not in numeric]
+    pd.testing.assert_frame_equal(theirs[other], ours[other])  # verdicts and words the same
