@@ -1,6 +1,9 @@
 """N-gram coverage: the span search and coverage against a literal port of the authors' loop and a window oracle,
 hand-computed cases, the split's word arithmetic, `generate` against a manual greedy loop, order and batching,
-edge cases; the orientation runs in test_methods.py."""
+edge cases; the orientation runs in test_methods.py.
+
+Sampling tests use the `memorising` model (conftest.py), which recites its 8 members: from a member's prefix its
+samples copy long runs of the true suffix, so the scores checked are real coverages, not zeros."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +23,9 @@ from mia_core.scoring import score, score_texts
 from tests.support.tiny import random_texts
 
 FAST = {"n_samples": 3}
-PAIRS = {"n_samples": 3, "ngram": 1}  # the tiny model copies single words; with L = 2 all ten scores were 0
+#: Hotter, uncut sampling from the memorising model: members' samples copy part of the suffix, so their mean
+#: coverages differ from text to text and from 0 and 1 (at T = 1 each member's samples recite it whole).
+PARTIAL = {"n_samples": 4, "temperature": 1.35, "top_p": 1.0, "aggregate": "mean"}
 
 
 def authors_spans(gen: list[str], ref: list[str], L: int) -> list[tuple[int, int]]:
@@ -154,58 +159,88 @@ def test_params_are_validated(bad):
         NgramCoverageParams(**bad)
 
 
-def test_generate_matches_a_manual_greedy_loop(membership):
-    """top_p = 0.05 keeps only the most likely token: the continuations are the greedy one, scored by the port."""
-    lm, text = membership["lm"], membership["members"][9]
-    stats = lm.token_stats([text])[0]
+def greedy_continuation(lm, prefix: str, n_tokens: int) -> str:
+    """The model's most likely `n_tokens` tokens after `<|endoftext|>` + prefix, by a plain loop of forward passes."""
     tok = lm.tokenizer
-    prefix, suffix, n_suffix = split_text(tok, text, NgramCoverageParams())  # checked by hand above
-    suffix_ids = tok(text, add_special_tokens=False)["input_ids"][-n_suffix:]
-    ids = [tok.convert_tokens_to_ids("<|endoftext|>")] + tok(prefix)["input_ids"]
-    new = []
+    ids, new = [tok.convert_tokens_to_ids("<|endoftext|>")] + tok(prefix)["input_ids"], []
     with torch.no_grad():
-        while len(new) < len(suffix_ids):
+        while len(new) < n_tokens:
             nxt = int(torch.argmax(lm.model(torch.tensor([ids + new])).logits[0, -1, :len(tok)]))
             new.append(nxt)
             if nxt == tok.eos_token_id:
                 break
-    continuation = tok.decode(new, skip_special_tokens=True)
-    gen, ref = casual_tokenize(unidecode(continuation)), casual_tokenize(unidecode(tok.decode(suffix_ids)))
-    expected = authors_coverage(gen, authors_spans(gen, ref, 2), 1, len(ref), True)[0] if len(gen) >= 2 else 0
-    result = score("ngram_coverage", stats, lm=lm, n_samples=2, top_p=0.05, ngram=2)  # the tiny model copies pairs
+    return tok.decode(new, skip_special_tokens=True)
+
+
+def test_the_memorising_model_recites_its_members(memorising):
+    lm = memorising["lm"]
+    losses = score_texts(lm, memorising["members"] + memorising["nonmembers"], ["loss"])["loss"].to_numpy()
+    assert np.all(losses[:8] > -0.2) and np.all(losses[8:] < -5)  # −mean NLL: recited vs never seen
+    for text in memorising["members"]:
+        prefix, suffix, n_suffix = split_text(lm.tokenizer, text, NgramCoverageParams())
+        assert greedy_continuation(lm, prefix, n_suffix) == suffix
+
+
+@pytest.mark.parametrize("group", ["members", "nonmembers"])
+def test_generate_matches_a_manual_greedy_loop(memorising, group):
+    """top_p = 0.05 keeps only the most likely token: the continuations are the greedy one, scored by the port.
+
+    For a member the greedy continuation is its suffix, word for word: coverage 1 by hand, creativity min(12, |R|)
+    (one run of all |R| words counts for every n ≤ |R|), and with half the suffix's tokens sampled, the port's
+    ref_length coverage of that half.
+    """
+    lm, text = memorising["lm"], memorising[group][0]
+    stats = lm.token_stats([text])[0]
+    prefix, suffix, n_suffix = split_text(lm.tokenizer, text, NgramCoverageParams())  # checked by hand above
+    continuation = greedy_continuation(lm, prefix, n_suffix)
+    gen, ref = casual_tokenize(unidecode(continuation)), casual_tokenize(unidecode(suffix))
+    greedy = {"lm": lm, "n_samples": 2, "top_p": 0.05}
+    result = score("ngram_coverage", stats, **greedy)
     assert [s["generation"] for s in result.details["samples"]] == [continuation] * 2
-    assert result.details["max_new_tokens"] == len(suffix_ids)
-    assert result.value == pytest.approx(expected, rel=1e-12)  # the tiny model's greedy run may copy nothing
-    creativity = score("ngram_coverage", stats, lm=lm, n_samples=2, top_p=0.05, ngram=2, statistic="creativity").value
-    spans = authors_spans(gen, ref, 2)
+    assert result.details["max_new_tokens"] == n_suffix
+    spans = authors_spans(gen, ref, 4) if len(gen) >= 4 else []
+    assert result.value == pytest.approx(authors_coverage(gen, spans, 1, len(ref), True)[0], rel=1e-12)
+    creativity = score("ngram_coverage", stats, statistic="creativity", **greedy).value
     assert creativity == pytest.approx(sum(authors_coverage(gen, spans, n, len(ref), True)[0] for n in range(1, 13)),
                                        rel=1e-12)
+    half = score("ngram_coverage", stats, max_new_tokens=n_suffix // 2, normalization="ref_length", **greedy)
+    cut = casual_tokenize(unidecode(half.details["samples"][0]["generation"]))
+    cut_spans = authors_spans(cut, ref, 4) if len(cut) >= 4 else []
+    assert half.value == pytest.approx(authors_coverage(cut, cut_spans, 1, len(ref), True)[1], rel=1e-12)
+    if group == "members":
+        assert continuation == suffix and result.value == 1.0 and creativity == min(12, len(ref))
+        assert 0 < half.value < 1 and result.details["reproduced"] == [True] * len(ref)
+    else:
+        assert result.value < 0.5
 
 
-def test_aggregates_and_no_log_probs_read(membership):
-    lm, text = membership["lm"], membership["members"][0]
+def test_aggregates_and_no_log_probs_read(memorising):
+    lm, text = memorising["lm"], memorising["members"][1]
     stats = lm.token_stats([text])[0]
-    result = score("ngram_coverage", stats, lm=lm, n_samples=6)
+    hot = {**PARTIAL, "n_samples": 6, "aggregate": "max"}
+    result = score("ngram_coverage", stats, lm=lm, **hot)
     per = [s["score"] for s in result.details["samples"]]
-    assert result.value == max(per) and len(per) == 6
-    assert score("ngram_coverage", stats, lm=lm, n_samples=6, aggregate="median").value == np.median(per)
+    assert result.value == max(per) and len(per) == 6 and len(set(per)) > 2  # the samples differ
+    for name, reduce in (("median", np.median), ("mean", np.mean), ("min", np.min)):
+        assert score("ngram_coverage", stats, lm=lm, **{**hot, "aggregate": name}).value == pytest.approx(
+            reduce(np.array(per, dtype=np.float64)), rel=1e-15)
     blind = dataclasses.replace(stats, logprob=np.full_like(stats.logprob, np.nan))  # no log-prob enters the score
-    again = score("ngram_coverage", blind, lm=lm, n_samples=6)
+    again = score("ngram_coverage", blind, lm=lm, **hot)
     assert again.value == result.value and not again.token_scores.any() and not again.selected.any()
     spec = METHODS["ngram_coverage"]
     assert (spec.needs, spec.access.generation, spec.token_level) == (("stats", "lm"), True, False)
 
 
-def test_order_and_batching_do_not_change_scores(membership):
-    lm = membership["lm"]
-    texts = membership["members"][:5] + membership["nonmembers"][:5]
-    values = score_texts(lm, texts, ["ngram_coverage"], **PAIRS)["ngram_coverage"].to_numpy()
+def test_order_and_batching_do_not_change_scores(memorising):
+    lm = memorising["lm"]
+    texts = memorising["members"][:5] + memorising["nonmembers"][:5]
+    values = score_texts(lm, texts, ["ngram_coverage"], **PARTIAL)["ngram_coverage"].to_numpy()
+    assert np.all(values[:5] > 0) and len(set(values[:5].tolist())) >= 3  # real, distinct coverages to permute
     order = list(range(len(texts)))
     random.Random(0).shuffle(order)
-    shuffled = score_texts(lm, [texts[i] for i in order], ["ngram_coverage"], **PAIRS)["ngram_coverage"].to_numpy()
+    shuffled = score_texts(lm, [texts[i] for i in order], ["ngram_coverage"], **PARTIAL)["ngram_coverage"].to_numpy()
     np.testing.assert_array_equal(shuffled, values[order])
-    alone = [score("ngram_coverage", s, lm=lm, **PAIRS).value for s in lm.token_stats(texts)]
+    alone = [score("ngram_coverage", s, lm=lm, **PARTIAL).value for s in lm.token_stats(texts)]
     np.testing.assert_array_equal(alone, values)  # one text per `generate` call: the same draws
-    assert len(set(values.tolist())) > 1
-    other = score_texts(lm, texts, ["ngram_coverage"], seed=1, **PAIRS)["ngram_coverage"].to_numpy()
+    other = score_texts(lm, texts, ["ngram_coverage"], seed=1, **PARTIAL)["ngram_coverage"].to_numpy()
     assert not np.array_equal(other, values)
