@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import torch
 from nltk.tokenize.casual import casual_tokenize
+from sacremoses import MosesDetokenizer
 from unidecode import unidecode
 
 from mia_core.methods import METHODS
 from mia_core.methods.ngram_coverage import NgramCoverageParams, removed_words, split_text
-from mia_core.methods.ngram_coverage.matching import coverage, find_spans, reproduced
+from mia_core.methods.ngram_coverage.matching import coverage, detokenize, find_spans, reproduced, substring_occurs
 from mia_core.scoring import score, score_texts
 
 from tests.support.tiny import random_texts
@@ -28,9 +29,12 @@ FAST = {"n_samples": 3}
 PARTIAL = {"n_samples": 4, "temperature": 1.35, "top_p": 1.0, "aggregate": "mean"}
 
 
-def authors_spans(gen: list[str], ref: list[str], L: int) -> list[tuple[int, int]]:
-    """`find_exact_match` written out, with a contiguous-sublist test in place of the substring test."""
+def authors_spans(gen: list[str], ref: list[str], L: int, suffix: str | None = None) -> list[tuple[int, int]]:
+    """`find_exact_match` written out: with `suffix`, their test (the Moses-detokenized run is a substring of the
+    unidecoded suffix); else a contiguous-sublist test in its place."""
     def occurs(run):
+        if suffix is not None:
+            return MosesDetokenizer(lang="en").detokenize(run) in unidecode(suffix)
         return any(ref[i:i + len(run)] == run for i in range(len(ref) - len(run) + 1))
     spans, first, second = [], 0, L
     while second <= len(gen):
@@ -48,11 +52,11 @@ def authors_spans(gen: list[str], ref: list[str], L: int) -> list[tuple[int, int
     return spans
 
 
-def authors_coverage(gen, spans, min_gram, ref_length, unique):
+def authors_coverage(gen, spans, min_gram, ref_length, unique, detokenize=" ".join):
     """`get_ngram_coverage` written out: (gen_length, ref_length, total_length) coverages."""
     flags, seen = [False for _ in gen], set()
     for a, b in spans:
-        text = " ".join(gen[a:b])
+        text = detokenize(gen[a:b])
         if b - a >= min_gram and (not unique or text not in seen):
             flags[a:b] = [True] * (b - a)
         seen.add(text)
@@ -111,6 +115,38 @@ def test_span_search_matches_the_authors_loop_and_the_window_oracle(seed):
                 assert got == pytest.approx(expected, rel=1e-15)
 
 
+def test_reference_mode_matches_characters_as_the_authors_code():
+    gen, suffix = "he lazy dog ran off".split(), "the lazy dog ran."
+    ref = casual_tokenize(suffix)
+    assert find_spans(gen, ref, 4) == []  # as words, "he" is not "the"
+    spans = find_spans(gen, ref, 4, substring_occurs(gen, suffix))
+    assert spans == [(0, 4)] == authors_spans(gen, ref, 4, suffix)  # "he lazy dog ran" is inside "the lazy dog ran."
+    assert coverage(gen, spans, min_run=1, ref_length=len(ref), unique=True, normalization="gen_length",
+                    key=detokenize) == 4 / 5
+    assert substring_occurs(["Cafe", "au", "lait"], "Café au lait")(0, 3)  # the suffix is transliterated first
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_reference_span_search_matches_the_authors_loop(seed):
+    """Words that are substrings of others ("ab" in "cab") and punctuation that Moses glues ("," ".")."""
+    rng = random.Random(seed)
+    vocab = ["ab", "cab", "b", "ba", ",", ".", "a"]
+    suffix = " ".join(rng.choice(vocab) for _ in range(rng.randint(4, 16)))
+    ref = casual_tokenize(unidecode(suffix))
+    gen = [rng.choice(vocab) for _ in range(rng.randint(1, 16))]
+    for L in (1, 2, 3, 4):
+        if len(gen) < L:
+            continue
+        spans = find_spans(gen, ref, L, substring_occurs(gen, suffix))
+        assert spans == authors_spans(gen, ref, L, suffix)
+        md = MosesDetokenizer(lang="en").detokenize
+        for unique in (False, True):
+            expected = authors_coverage(gen, spans, L, len(ref), unique, detokenize=md)
+            got = [coverage(gen, spans, min_run=L, ref_length=len(ref), unique=unique, normalization=k,
+                            key=detokenize) for k in ("gen_length", "ref_length", "total_length")]
+            assert got == pytest.approx(expected, rel=1e-15)
+
+
 def test_removed_words_arithmetic_by_hand():
     p = NgramCoverageParams()
     assert removed_words("a b", p) == 1  # max(1, min(1, 1))
@@ -152,7 +188,7 @@ def test_edge_cases_are_clear_errors(llama_lm):
 @pytest.mark.parametrize("bad", [{"n_samples": 0}, {"ngram": 0}, {"suffix_fraction": 1.0}, {"suffix_fraction": 0},
                                  {"words_from_end": -1}, {"max_new_tokens": 1.5}, {"temperature": 0.0},
                                  {"top_p": 0.0}, {"normalization": "words"}, {"aggregate": "sum"},
-                                 {"statistic": "ci"}, {"unique": "yes"}, {"ci_max": 0}, {"task_prompt": 3},
+                                 {"statistic": "ci"}, {"mode": "chars"}, {"unique": "yes"}, {"ci_max": 0}, {"task_prompt": 3},
                                  {"seed": True}])
 def test_params_are_validated(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
@@ -207,6 +243,11 @@ def test_generate_matches_a_manual_greedy_loop(memorising, group):
     cut = casual_tokenize(unidecode(half.details["samples"][0]["generation"]))
     cut_spans = authors_spans(cut, ref, 4) if len(cut) >= 4 else []
     assert half.value == pytest.approx(authors_coverage(cut, cut_spans, 1, len(ref), True)[1], rel=1e-12)
+    as_authors = score("ngram_coverage", stats, mode="reference", **greedy)  # their substring test, end to end
+    spans = authors_spans(gen, ref, 4, suffix) if len(gen) >= 4 else []
+    md = MosesDetokenizer(lang="en").detokenize
+    assert as_authors.value == pytest.approx(authors_coverage(gen, spans, 1, len(ref), True, detokenize=md)[0],
+                                             rel=1e-12)
     if group == "members":
         assert continuation == suffix and result.value == 1.0 and creativity == min(12, len(ref))
         assert 0 < half.value < 1 and result.details["reproduced"] == [True] * len(ref)

@@ -16,9 +16,10 @@ mean), and the creativity variant `CI(g) = Σ_{n=ci_min}^{ci_max} cov_n(g)`. Hig
 
 Reference: the authors' code (`shallinan1/membership-inference` 9269621, `src/attacks/ngram_coverage_attack/`;
 `src/experiments/utils.py remove_last_n_words`). Deviations and gaps:
-- Runs match as word sequences. Theirs match when the Moses-detokenized run is a *character substring* of the
-  unidecoded suffix ("he lazy dog" matches "the lazy dog"); that reference mode is not implemented here.
-- A run seen before (`unique`) is keyed by its words; theirs by its detokenized text.
+- Runs match as word sequences by default. Theirs match when the Moses-detokenized run is a *character substring*
+  of the unidecoded suffix ("he lazy dog" matches "the lazy dog"); `mode="reference"` does that (sacremoses), and
+  keys `unique` by the detokenized text as they do (by default: by the words). The mask of reproduced suffix words
+  marks word-aligned occurrences of the runs only.
 - Sampling is seeded per text by (seed, sha256(text), j) with the shared Gumbel-max sampler
   (`mia_core.model.sampling`), batched across texts whose prompts have equal token counts; theirs seeds vLLM once per
   run. No top-k cut (vLLM's default). The model's own generation settings apply.
@@ -123,12 +124,19 @@ def prepare(stats: list[TokenStats], params: NgramCoverageParams, *, lm: Languag
     return [found.get((s.bos_policy, s.text)) for s in stats]
 
 
-def generation_score(gen: list[str], ref: list[str], params: NgramCoverageParams) -> tuple[float, list]:
-    """One continuation's coverage (or creativity index) and its runs; 0 and no runs if it has fewer than L words."""
+def generation_score(gen: list[str], ref: list[str], params: NgramCoverageParams, suffix: str
+                     ) -> tuple[float, list]:
+    """One continuation's coverage (or creativity index) and its runs; 0 and no runs if it has fewer than L words.
+
+    `mode="reference"` finds runs and keys `unique` by their detokenized text in the suffix's characters, as the
+    authors' code."""
     if len(gen) < params.ngram:
         return 0.0, []
-    spans = matching.find_spans(gen, ref, int(params.ngram))
-    kw = {"ref_length": len(ref), "unique": bool(params.unique), "normalization": params.normalization}
+    reference = params.mode == "reference"
+    occurs = matching.substring_occurs(gen, suffix) if reference else None
+    spans = matching.find_spans(gen, ref, int(params.ngram), occurs)
+    kw = {"ref_length": len(ref), "unique": bool(params.unique), "normalization": params.normalization,
+          "key": matching.detokenize if reference else tuple}
     if params.statistic == "creativity":
         value = sum(matching.coverage(gen, spans, min_run=n, **kw) for n in range(params.ci_min, params.ci_max + 1))
     else:
@@ -171,7 +179,7 @@ def ngram_coverage(stats: TokenStats, params: NgramCoverageParams, *, lm: Langua
     rows, runs = [], []
     for output in outputs:
         gen = matching.words(output)
-        value, spans = generation_score(gen, ref, params)
+        value, spans = generation_score(gen, ref, params, suffix)
         runs += [gen[a:b] for a, b in spans]
         rows.append({"generation": output, "words": len(gen), "score": value, "too_short": len(gen) < params.ngram,
                      "runs": " | ".join(" ".join(gen[a:b]) for a, b in spans)})

@@ -2,14 +2,27 @@
 a continuation's coverage (METHODS-FIELD.md §14; `shallinan1/membership-inference` 9269621,
 `compute_ngram_coverage.py find_exact_match`, `compute_creativity_index.py get_ngram_coverage`).
 
-Kept apart from the declaration so that reading the registry loads no NLTK (its import takes seconds).
+Kept apart from the declaration so that reading the registry loads no NLTK (its import takes seconds); sacremoses
+(seconds too) loads only for `mode="reference"`.
 """
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from nltk.tokenize.casual import casual_tokenize
 from unidecode import unidecode
 
+from ...deferred import deferred
+
+if TYPE_CHECKING:
+    import sacremoses
+else:
+    sacremoses = deferred("sacremoses")
+
 Span = tuple[int, int]  # [start, end) in the continuation's words
+Occurs = Callable[[int, int], bool]  # does the continuation's run [a, b) occur in the suffix?
 
 
 def words(text: str) -> list[str]:
@@ -24,17 +37,41 @@ def _codes(*sequences: list[str]) -> list[str]:
     return ["".join(alphabet.setdefault(w, chr(len(alphabet))) for w in seq) for seq in sequences]
 
 
-def find_spans(gen: list[str], ref: list[str], ngram: int) -> list[Span]:
-    """The authors' span search of the continuation's words `gen` in the suffix's words `ref`.
+@lru_cache(maxsize=1)
+def _detokenizer():
+    """The authors' detokenizer: sacremoses' English Moses detokenizer."""
+    return sacremoses.MosesDetokenizer(lang="en")
 
-    With [a, b) = [0, L) while b ≤ |gen|: if gen[a:b] occurs contiguously in ref, record it (replacing the last span
-    if it contains it) and grow b; else shrink from the left while longer than L, or slide by one.
-    """
+
+def detokenize(words_: list[str]) -> str:
+    """A run of words as the authors' code writes it before its substring test (Moses detokenization)."""
+    return _detokenizer().detokenize(words_)
+
+
+def word_occurs(gen: list[str], ref: list[str]) -> Occurs:
+    """Ours: gen[a:b] occurs as a contiguous sequence of words in ref."""
     g, r = _codes(gen, ref)
+    return lambda a, b: g[a:b] in r
+
+
+def substring_occurs(gen: list[str], suffix: str) -> Occurs:
+    """The authors' (`mode="reference"`): gen[a:b], Moses-detokenized, is a character substring of the unidecoded
+    suffix, so a run need not start or end on one of its words ("he lazy dog" occurs in "the lazy dog")."""
+    text = unidecode(suffix)
+    return lambda a, b: detokenize(gen[a:b]) in text
+
+
+def find_spans(gen: list[str], ref: list[str], ngram: int, occurs: Occurs | None = None) -> list[Span]:
+    """The authors' span search of the continuation's words `gen` in the suffix's words `ref` (or by `occurs`).
+
+    With [a, b) = [0, L) while b ≤ |gen|: if gen[a:b] occurs in the suffix, record it (replacing the last span if it
+    contains it) and grow b; else shrink from the left while longer than L, or slide by one.
+    """
+    occurs = occurs or word_occurs(gen, ref)
     spans: list[Span] = []
     a, b = 0, ngram
-    while b <= len(g):
-        if g[a:b] in r:
+    while b <= len(gen):
+        if occurs(a, b):
             if spans and a <= spans[-1][0] and spans[-1][1] <= b:
                 spans[-1] = (a, b)
             else:
@@ -48,15 +85,16 @@ def find_spans(gen: list[str], ref: list[str], ngram: int) -> list[Span]:
 
 
 def coverage(gen: list[str], spans: list[Span], *, min_run: int, ref_length: int, unique: bool,
-             normalization: str) -> float:
-    """The share of the continuation's words inside recorded spans of ≥ `min_run` words (`unique`: a span whose words
-    were seen earlier in the same continuation is skipped), divided as `normalization` says."""
+             normalization: str, key: Callable[[list[str]], object] = tuple) -> float:
+    """The share of the continuation's words inside recorded spans of ≥ `min_run` words (`unique`: a span whose `key`
+    — its words, or the authors' detokenized text — was seen earlier in the same continuation is skipped), divided as
+    `normalization` says."""
     flags, seen = [False] * len(gen), set()
     for a, b in spans:
-        key = tuple(gen[a:b])
-        if b - a >= min_run and not (unique and key in seen):
+        name = key(gen[a:b])
+        if b - a >= min_run and not (unique and name in seen):
             flags[a:b] = [True] * (b - a)
-        seen.add(key)  # seen even when too short to count, as the authors' loop
+        seen.add(name)  # seen even when too short to count, as the authors' loop
     covered = sum(flags)
     if covered == 0:
         return 0.0

@@ -12,6 +12,7 @@ from ...api import is_int, param
 NORMALIZATIONS = ("gen_length", "ref_length", "total_length")
 AGGREGATES = ("max", "min", "median", "mean")
 STATISTICS = ("coverage", "creativity")
+MODES = ("words", "reference")
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class NgramCoverageParams:
     normalization: str = param("gen_length", "what the covered words are divided by: the continuation's words "
                                "(gen_length), max(continuation, suffix) (ref_length), or their harmonic form "
                                "(total_length)", choices=NORMALIZATIONS)
+    mode: str = param("words", "how a run is found in the true suffix: as a sequence of its words (words), or as the "
+                      "authors' code does, its Moses-detokenized text as a character substring of the suffix "
+                      "(reference: \"he lazy dog\" then matches \"the lazy dog\")", choices=MODES)
     unique: bool = param(True, "count a run whose words were already counted in the same continuation once")
     aggregate: str = param("max", "how the continuations' coverages make the score (the authors' tables: max)",
                            choices=AGGREGATES)
@@ -65,7 +69,7 @@ class NgramCoverageParams:
         if not isinstance(self.unique, (bool, np.bool_)):
             raise ValueError(f"unique must be True or False (got {self.unique!r})")
         for name, allowed in (("normalization", NORMALIZATIONS), ("aggregate", AGGREGATES),
-                              ("statistic", STATISTICS)):
+                              ("statistic", STATISTICS), ("mode", MODES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)} (got {getattr(self, name)!r})")
 
