@@ -12,7 +12,7 @@ from ...api import is_int, param
 NORMALIZATIONS = ("gen_length", "ref_length", "total_length")
 AGGREGATES = ("max", "min", "median", "mean")
 STATISTICS = ("coverage", "creativity")
-MODES = ("words", "reference")
+MODES = ("ours", "reference")  # recall's `mode` words too: one `--param mode=…` means the same to both methods
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class NgramCoverageParams:
     normalization: str = param("gen_length", "what the covered words are divided by: the continuation's words "
                                "(gen_length), max(continuation, suffix) (ref_length), or their harmonic form "
                                "(total_length)", choices=NORMALIZATIONS)
-    mode: str = param("words", "how a run is found in the true suffix: as a sequence of its words (words), or as the "
+    mode: str = param("ours", "how a run is found in the true suffix: as a sequence of its words (ours), or as the "
                       "authors' code does, its Moses-detokenized text as a character substring of the suffix "
                       "(reference: \"he lazy dog\" then matches \"the lazy dog\")", choices=MODES)
     unique: bool = param(True, "count a run whose words were already counted in the same continuation once")
