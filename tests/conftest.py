@@ -62,3 +62,20 @@ def membership(tmp_path_factory):
     base_lm = LanguageModel(tiny_llama(len(tok), seed=1), tok, name="tiny-base", stats_cache=cache)  # before training
     return {"lm": lm, "ref_lm": ref_lm, "base_lm": base_lm, "members": members, "nonmembers": nonmembers,
             "helper_members": helper_members, "helper_nonmembers": helper_nonmembers}
+
+
+@pytest.fixture(scope="session")
+def memorising(tmp_path_factory):
+    """A tiny Llama overfit on 8 member texts (150 steps, about 2 s) until it recites them; 8 held-out texts never seen.
+
+    For the black-box methods, which read only sampled text: sampled from a member's prefix it copies the rest word
+    for word (members' −mean NLL −0.025 to −0.045 nats per token, held-out texts' −7.6 to −10.5), where the
+    `membership` model, trained 40 steps on 48 texts, copies no run of two words (N-gram coverage at L = 2, 4 samples
+    each: 0 on all of 10 members and 10 held-out texts).
+    """
+    tok = tiny_tokenizer(300)
+    texts = random_texts(16, seed=11, min_words=16, max_words=24)
+    members, nonmembers = texts[:8], texts[8:]
+    model = train_causal_lm(tiny_llama(len(tok), seed=2), tok, members, steps=150, lr=1e-2)
+    lm = LanguageModel(model, tok, name="tiny-memorising", stats_cache=StatsCache(tmp_path_factory.mktemp("memo")))
+    return {"lm": lm, "members": members, "nonmembers": nonmembers}
