@@ -13,7 +13,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,7 @@ from ..runs.store import SNIPPET_COLUMNS, ResultsStore, RunRecord
 from ..version import code_version
 from .batches import compute_claimed
 from .extraction import ExtractionEvidence, book_row, strip
+from .sources import AuditInputs, Book
 
 #: The label recorded for each role of an extraction book (calibration books keep theirs; audited books have none).
 ROLE_LABELS = {"audited": None, "calibration member": 1, "calibration non-member": 0}
@@ -64,6 +65,15 @@ class UnitWork:
     def from_text(text: str) -> "UnitWork":
         found = json.loads(text)
         return UnitWork(np.asarray(found["ids"], np.int64), np.asarray(found["starts"], np.int64), found["lead"])
+
+
+def extraction_books(inputs: AuditInputs) -> Iterator[tuple[str, str, str]]:
+    """(name, role, text) of every audited, then every calibration book, read one at a time (`ROLE_LABELS`' roles)."""
+    roles = {label: role for role, label in ROLE_LABELS.items()}
+    for source in (inputs.books, inputs.calibration):
+        for book in source:
+            if isinstance(book, Book):
+                yield book.name, roles[book.label], book.text
 
 
 def unit_log10_pz(lm: LanguageModel, work: UnitWork, settings: ExtractionSettings) -> tuple[np.ndarray, np.ndarray]:

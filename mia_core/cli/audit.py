@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import List, Optional
 
 import typer
 
 from ..audit.calibration import RULES
 from ..audit.extraction import ExtractionEvidence, finding
-from ..audit.extraction_runs import extraction_result, plan_extraction, run_extraction
+from ..audit.extraction_runs import extraction_books, extraction_result, plan_extraction, run_extraction
 from ..audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from ..audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
 from ..audit.report import write_report
-from ..audit.sources import AuditInputs, Book, read_audit_inputs
+from ..audit.sources import AuditInputs, read_audit_inputs
 from ..extract import ExtractionSettings
 from ..limits import is_run_id
 from ..methods import get_method
@@ -157,12 +157,3 @@ def extraction_step(results: ResultsStore, ref: ModelRef, lm, inputs: AuditInput
     except WorkerError as err:
         fail(f"extraction job {x_run}: {err}")
     return extraction_result(results, x_run, ci=ci)
-
-
-def extraction_books(inputs: AuditInputs) -> Iterator[tuple[str, str, str]]:
-    """(name, role, text) of every audited, then every calibration book, read one at a time for the extraction pass."""
-    roles = {None: "audited", 1: "calibration member", 0: "calibration non-member"}
-    for source in (inputs.books, inputs.calibration):
-        for book in source:
-            if isinstance(book, Book):
-                yield book.name, roles[book.label], book.text
