@@ -3,7 +3,7 @@ unit (in this process or by Ray model actors) with each unit committed as it fin
 per-book figures (`audit.extraction`).
 
 The run's id is derived from everything its numbers depend on (the model's fingerprint, the extraction settings, the
-unit size, every book's name, role and text), so running the same extraction again resumes it: only units without a
+unit size, every book's name, role and text) and the audit it accompanies, so running the same extraction again resumes it: only units without a
 stored result are computed. A killed run loses at most the units in flight; two processes on one run split its
 units through claims (`runs.claims`). Units and why they are not single windows: `runs.extraction_units`.
 """
@@ -88,10 +88,12 @@ def plan_extraction(store: ResultsStore, model: ModelRef, lm: LanguageModel, boo
 
     books : a callable giving (name, role, text) of each book (role one of `ROLE_LABELS`), called twice: once to
         hash the texts (the run's id), once to tokenise each book and store its units, one book at a time.
-    audit_run : the book-audit run it accompanies (recorded, so a page finds it).
+    audit_run : the book-audit run it accompanies (part of its id, and recorded, so a page finds it: another audit
+        of the same books has an extraction of its own).
     """
     check_backend(backend)
-    digest = hashlib.sha256(json.dumps([lm.fingerprint, CACHE_VERSION, settings.key(), UNIT_WINDOWS]).encode())
+    key = [lm.fingerprint, CACHE_VERSION, settings.key(), UNIT_WINDOWS, audit_run]
+    digest = hashlib.sha256(json.dumps(key).encode())
     for name, role, text in books():
         digest.update(json.dumps([name, role, text_sha256(text)]).encode())
     run_id = f"x-{digest.hexdigest()[:12]}"

@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Every window of these books, one token apart, is its own prefix of 12 and suffix of 8 tokens; the whole
 #: vocabulary is the top k, so every p_z is finite and the figures compare numbers, not −inf.
 SETTINGS = ExtractionSettings(prefix=12, suffix=8, stride=1, top_k=300)
+#: Narrower windows for the runs of several processes: a unit of 256 costs a few thousand tokens fed.
+QUICK = ExtractionSettings(prefix=6, suffix=4, stride=1, top_k=300)
 
 
 @pytest.fixture
@@ -52,7 +54,7 @@ def library(n_words: int) -> list[tuple[str, str, str]]:
 
 def test_units_cover_every_window_once_and_give_the_apis_figures(model_dir, tmp_path):
     lm = load_model(str(model_dir))
-    books = library(200)  # ≈ 730 tokens: several units of UNIT_WINDOWS windows for the long book
+    books = library(250)  # ≈ 900 tokens: several units of UNIT_WINDOWS windows for the long book
     store = ResultsStore(tmp_path / "r.duckdb")
     run_id = plan_extraction(store, ModelRef(str(model_dir)), lm, lambda: books, SETTINGS)
     units = ExtractionUnits(store.path)
@@ -79,81 +81,69 @@ def test_units_cover_every_window_once_and_give_the_apis_figures(model_dir, tmp_
 
 
 WORKER = textwrap.dedent("""
-    import sys
+    import sys, time
+    from pathlib import Path
     from mia_core.audit.extraction_runs import run_extraction
     from mia_core.model.options import ModelRef
     from mia_core.runs.store import ResultsStore
-    print(run_extraction(ResultsStore(sys.argv[1]), sys.argv[2], ModelRef(sys.argv[3])))
+    store, run_id, model, ready, others = sys.argv[1:6]
+    Path(ready).touch()  # imports done: start together with the other workers (their start-up is not the test)
+    while not all(Path(p).exists() for p in others.split(",") if p):
+        time.sleep(0.05)
+    print(run_extraction(ResultsStore(store), run_id, ModelRef(model)))
 """)
 
 
-def python(*args, cache: Path) -> subprocess.Popen:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MIA_LENS_CACHE": str(cache)}
-    return subprocess.Popen([sys.executable, *map(str, args)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def workers(n: int, store: ResultsStore, run_id: str, model_dir: Path, tmp_path: Path) -> list[subprocess.Popen]:
+    """`n` processes computing the run's pending units, started together."""
+    ready = [tmp_path / f"ready-{i}" for i in range(n)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MIA_LENS_CACHE": str(tmp_path / "cache")}
+    return [subprocess.Popen([sys.executable, "-c", WORKER, str(store.path), run_id, str(model_dir), str(ready[i]),
+                              ",".join(map(str, ready))], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for i in range(n)]
+
+
+def planned_run(model_dir: Path, tmp_path: Path, n_words: int):
+    """(model, books, store, run id, units planned) of a library's extraction, planned and not computed."""
+    lm = load_model(str(model_dir))
+    books = library(n_words)
+    store = ResultsStore(tmp_path / "r.duckdb")
+    run_id = plan_extraction(store, ModelRef(str(model_dir)), lm, lambda: books, QUICK)
+    return lm, books, store, run_id, ExtractionUnits(store.path).progress(run_id)[1]
 
 
 def test_two_processes_split_the_units(model_dir, tmp_path):
-    lm = load_model(str(model_dir))
-    books = library(1500)
-    store = ResultsStore(tmp_path / "r.duckdb")
-    run_id = plan_extraction(store, ModelRef(str(model_dir)), lm, lambda: books, SETTINGS)
-    _, planned = ExtractionUnits(store.path).progress(run_id)
-    procs = [python("-c", WORKER, store.path, run_id, model_dir, cache=tmp_path / "cache") for _ in range(2)]
+    lm, books, store, run_id, planned = planned_run(model_dir, tmp_path, 400)
+    assert planned >= 8
+    procs = workers(2, store, run_id, model_dir, tmp_path)
     outputs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outputs]
     computed = [int(out.strip().splitlines()[-1]) for out, _ in outputs]
     assert sum(computed) == planned and min(computed) >= 1, computed  # each unit once, both took part
     stored = ExtractionUnits(store.path).results_frame(run_id)
     assert len(stored) == planned and stored["session"].nunique() == 2
-    reference = extraction_evidence(lm, books, SETTINGS)
+    reference = extraction_evidence(lm, books, QUICK)  # one process, through the extraction API
     pd.testing.assert_frame_equal(extraction_result(store, run_id).table, reference.table, check_exact=False,
                                   rtol=1e-9)
 
 
-def write_books(folder: Path) -> tuple[Path, Path]:
-    """A calibration table and a table of books to audit for the CLI (snippets of 20 words)."""
-    texts = random_texts(120, seed=11, min_words=20, max_words=20)
-    cal = pd.DataFrame({"book": [f"c{i // 20}" for i in range(40)], "text": texts[:40],
-                        "label": [1 if i < 20 else 0 for i in range(40)]})
-    books = pd.DataFrame({"book": [f"b{i // 40}" for i in range(80)], "text": texts[40:]})
-    cal.to_csv(folder / "cal.csv", index=False)
-    books.to_csv(folder / "books.csv", index=False)
-    return folder / "cal.csv", folder / "books.csv"
-
-
-def mia(*args, cache: Path) -> subprocess.Popen:
-    return python("-m", "mia_core", *args, cache=cache)
-
-
 def test_sigkill_mid_extraction_then_resume_equals_an_uninterrupted_run(model_dir, tmp_path):
-    cal, books = write_books(tmp_path)
-    args = ["audit-books", "--model", model_dir, "--calibration", cal, "--books", books, "--snippet-words", "20",
-            "--n-boot", "100", "--extraction", "--prefix", "12", "--suffix", "8", "--stride", "1", "--top-k", "300"]
-    store_path = tmp_path / "killed.duckdb"
-    proc = mia(*args, "--output-dir", tmp_path / "killed", "--store", store_path, cache=tmp_path / "cache-a")
-    wait_units(store_path, proc, 2, deadline_s=300)
+    lm, books, store, run_id, planned = planned_run(model_dir, tmp_path, 400)
+    proc = workers(1, store, run_id, model_dir, tmp_path)[0]
+    wait_units(store.path, proc, 2, deadline_s=300)
     assert proc.poll() is None, f"the run ended before it could be killed: {proc.communicate()[1][-2000:]}"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    units = ExtractionUnits(store_path)
-    run_id = ResultsStore(store_path).runs(kind="book-extraction")["run_id"].iloc[0]
+    units = ExtractionUnits(store.path)
     before = units.results_frame(run_id).set_index("unit_id")
-    done, planned = units.progress(run_id)
+    done, _ = units.progress(run_id)
     assert 2 <= done == len(before) < planned
+    assert store.run(run_id)["status"] == "interrupted"  # its process is gone (shown so, nothing written)
 
-    resumed = mia(*args, "--output-dir", tmp_path / "resumed", "--store", store_path, cache=tmp_path / "cache-a")
-    _, err = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, err[-2000:]
-    assert f"extraction job {run_id}: {planned} units" in err and f"{done} already computed (resuming)" in err
-    after = units.results_frame(run_id).set_index("unit_id")
+    assert run_extraction(store, run_id, ModelRef(str(model_dir)), lm=lm) == planned - done  # the claims of the dead
+    after = units.results_frame(run_id).set_index("unit_id")  # process lapse at once: only the rest is computed
     assert len(after) == planned
     pd.testing.assert_frame_equal(after.loc[before.index], before)  # nothing stored was recomputed
-
-    clean = mia(*args, "--output-dir", tmp_path / "clean", "--store", tmp_path / "clean.duckdb",
-                cache=tmp_path / "cache-b")
-    _, err = clean.communicate(timeout=600)
-    assert clean.returncode == 0, err[-2000:]
-    a, b = pd.read_csv(tmp_path / "resumed" / "extraction.csv"), pd.read_csv(tmp_path / "clean" / "extraction.csv")
-    assert len(a) == 5 and (a["extraction_windows"] > 0).all()
-    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-9)
+    reference = extraction_evidence(lm, books, QUICK)  # uninterrupted, through the extraction API
+    pd.testing.assert_frame_equal(extraction_result(store, run_id).table, reference.table, check_exact=False,
+                                  rtol=1e-9)
