@@ -15,6 +15,7 @@ import pytest
 import mia_core
 from mia_core.runs import ray_driver as ray_backend
 from mia_core.runs import ray_worker, stats_task
+from mia_core.audit.extraction import extraction_evidence
 from mia_core.audit.extraction_runs import book_extraction, extraction_result, plan_extraction, run_extraction
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from mia_core.extract import ExtractionSettings
@@ -187,7 +188,8 @@ def test_cli_audit_and_score_on_the_cluster(cluster, driver_lm, model_dir, tmp_p
     store = tmp_path / "r.duckdb"
     proc = mia("audit-books", "--model", model_dir, "--calibration", tmp_path / "cal.csv", "--books", tmp_path / "books.csv",
                "--snippet-words", 20, "--n-boot", 200, "--output-dir", tmp_path / "out", "--store", store,
-               "--backend", "ray", "--ray-address", cluster, cache=tmp_path / "cli-cache", env={FAIL_ENV: "2"})
+               "--backend", "ray", "--ray-address", cluster, "--extraction", "--prefix", 12, "--suffix", 8,
+               "--stride", 4, "--top-k", 300, cache=tmp_path / "cli-cache", env={FAIL_ENV: "2"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "1 of 3 chunks failed on the Ray workers (first error: RuntimeError: failure drill" in proc.stderr
     assert "retrying them (attempt 2 of 2)" in proc.stderr  # and the run still completed
@@ -198,6 +200,16 @@ def test_cli_audit_and_score_on_the_cluster(cluster, driver_lm, model_dir, tmp_p
     direct = score_texts(driver_lm, texts.tolist(), ["min_k_pp"], k=0.2, long_text="truncate")["min_k_pp"]
     np.testing.assert_allclose(snippets["score"].to_numpy(), direct.to_numpy(), atol=1e-4, rtol=0)
     assert (tmp_path / "out" / "report.html").exists()
+    extraction = ResultsStore(store).runs(kind="book-extraction")  # its units computed by the actors too
+    assert extraction["backend"].tolist() == ["ray"] and extraction["status"].tolist() == ["done"]
+    books_x = [(b.name, "audited", b.text) for b in audit] + [
+        (b.name, "calibration member" if b.label else "calibration non-member", b.text) for b in calibration]
+    local_x = extraction_evidence(driver_lm, books_x, ExtractionSettings(prefix=12, suffix=8, stride=4, top_k=300))
+    shown = pd.read_csv(tmp_path / "out" / "extraction.csv")
+    assert shown["book"].tolist() == local_x.table["book"].tolist()
+    for column in ("extraction_windows", "share_pz_ge_0.001", "share_greedy", "passages"):
+        np.testing.assert_array_equal(shown[column].to_numpy(), local_x.table[column].to_numpy())
+    np.testing.assert_allclose(shown["max_log10_pz"], local_x.table["max_log10_pz"], rtol=0, atol=1e-6)
 
     texts = pd.DataFrame({"text": random_texts(12, seed=21)})
     texts.to_csv(tmp_path / "texts.csv", index=False)
