@@ -89,7 +89,8 @@ def test_an_extraction_beside_a_run_shows_the_reports_section_resumed_on_the_pag
     assert total >= 4 and any(f"0 of {total:,} units" in p.proto.text for p in at.get("progress"))
     at.button(key="audit_x_resume").click().run()  # no job of this server computes it: the page resumes it
     deadline = time.time() + 300
-    while units.progress(x_run)[0] < total and time.time() < deadline:
+    store = ResultsStore(store_path)
+    while store.run(x_run)["status"] != "scored" and time.time() < deadline:  # the job's last write after its units
         time.sleep(0.5)
     assert units.progress(x_run) == (total, total)
     at.run()
@@ -104,4 +105,4 @@ def test_an_extraction_beside_a_run_shows_the_reports_section_resumed_on_the_pag
         assert html.escape(finding(want), quote=False) in body
         assert f"<td>{want['extraction_windows']:,}</td>" in body
     assert any("max log10 p_z" in c.proto.spec for c in at.get("plotly_chart"))  # the strip chart
-    assert ResultsStore(store_path).run(x_run)["status"] == "done"
+    assert store.run(x_run)["status"] == "done"  # read once finished
