@@ -33,8 +33,8 @@ def compute_claimed(pending_ids: Callable[[], list[str]], claim: Callable[[list[
                     sizes: Iterator[int] | None, score: Callable[[list[str]], str]) -> str:
     """Read the pending units of work (snippets, extraction units), claim them a batch at a time (`sizes`; None: all
     at once) and score what was claimed (storing a batch releases its claims; a batch size is used up only by a batch
-    scored); again until nothing is pending, waiting while another live process holds the rest (its claims lapse when it dies). A message if some
-    failed on Ray."""
+    scored); again until nothing is pending, waiting while another live process holds the rest (its claims lapse when
+    it dies). A message if some failed on Ray."""
     step = None if sizes is None else next(sizes)
     while True:
         pending = pending_ids()

@@ -3,8 +3,8 @@ unit (in this process or by Ray model actors) with each unit committed as it fin
 per-book figures (`audit.extraction`).
 
 The run's id is derived from everything its numbers depend on (the model's fingerprint, the extraction settings, the
-unit size, every book's name, role and text) and the audit it accompanies, so running the same extraction again resumes it: only units without a
-stored result are computed. A killed run loses at most the units in flight; two processes on one run split its
+unit size, every book's name, role and text) and the audit it accompanies, so running the same extraction again
+resumes it: only units without a stored result are computed. A killed run loses at most the units in flight; two processes on one run split its
 units through claims (`runs.claims`). Units and why they are not single windows: `runs.extraction_units`.
 """
 from __future__ import annotations
@@ -194,7 +194,8 @@ def _compute_on_ray(run: dict, model: ModelRef, ids: list[str], works: list[Unit
     if not failed:
         return ""
     return (f"{len(failed)} of {len(chunks)} extraction units failed on the Ray workers after {1 + options.retries} "
-            f"attempts (first error: {next(iter(failed.values()))}); the others are stored, run it again to retry these")
+            f"attempts (first error: {next(iter(failed.values()))}); the others are stored, run it again to retry "
+            "these")
 
 
 def extraction_task(lm: LanguageModel, texts: list[str], job: dict) -> pd.DataFrame:
@@ -241,7 +242,7 @@ def book_extraction(store: ResultsStore, model: ModelRef, lm: LanguageModel, boo
                     settings: ExtractionSettings, *, audit_run: str | None = None, ci: float = 0.95,
                     progress: Progress | None = None, backend: str = "local", ray_address: str | None = None,
                     ray_options: RayOptions | None = None) -> ExtractionEvidence:
-    """Plan (or resume), compute what is pending (locally or on Ray) and read the figures: the whole pass in one call."""
+    """Plan (or resume), compute what is pending (locally or on Ray) and read the figures: the whole pass at once."""
     run_id = plan_extraction(store, model, lm, books, settings, audit_run=audit_run, backend=backend)
     run_extraction(store, run_id, model, lm=lm, progress=progress, backend=backend, ray_address=ray_address,
                    ray_options=ray_options)

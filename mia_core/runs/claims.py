@@ -4,6 +4,7 @@ A scoring process reads the run's pending snippets once, then claims them a batc
 and no live claim) in one transaction before it scores them, scores only what it claimed, and releases the claims
 once the scores are stored; DuckDB's file lock puts the claims of different processes one after the other. A claim dies with its process: one whose pid is gone on this host is taken over at once (a `kill -9` resumes
 at once), one from another host after `STALE_HEARTBEAT_S` (the rule that shows a silent run as interrupted).
+A book audit's extraction units (`runs.extraction_units`) are claimed the same way, their results in another table.
 """
 from __future__ import annotations
 
@@ -30,8 +31,7 @@ EXTRACTION_DONE = ("extraction_results", "unit_id")
 def claim(con: duckdb.DuckDBPyConnection, run_id: str, session: str, ids: Sequence[str],
           limit: int | None = None, *, done: tuple[str, str] = SNIPPETS_DONE) -> list[str]:
     """Claim for `session` those of `ids` (in their order, at most `limit`) that have no result in `done` (scores, or
-    extraction results) and no live claim;
-    their ids. Call inside a transaction. The lookups join the given ids only: a batch's claim costs the same in a
+    extraction results) and no live claim; their ids. Call inside a transaction. The lookups join the given ids only: a batch's claim costs the same in a
     run of 10^6 snippets as in one of 10^3 (a scan of the run per batch cost 88 ms there)."""
     _clear_dead(con, run_id, session)
     wanted = pd.DataFrame({"snippet_id": pd.Series(list(ids), dtype=object), "n": range(len(ids))})

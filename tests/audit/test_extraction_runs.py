@@ -46,7 +46,9 @@ def model_dir(tmp_path):
 def library(n_words: int) -> list[tuple[str, str, str]]:
     """An audited book of about `n_words` words, a member and a non-member calibration book, and one too short for a
     window."""
-    text = lambda seed, words: " ".join(random_texts(max(1, words // 10), seed=seed, min_words=10, max_words=10))  # noqa: E731
+    def text(seed: int, words: int) -> str:
+        return " ".join(random_texts(max(1, words // 10), seed=seed, min_words=10, max_words=10))
+
     return [("long", "audited", text(1, n_words)), ("short", "audited", "Too short."),
             ("member", "calibration member", text(2, n_words // 2)),
             ("other", "calibration non-member", text(3, n_words // 3))]
