@@ -32,10 +32,12 @@ SERVED_EXAMPLE = "http://127.0.0.1:8000/v1?model=NAME"
 SERVED_KEYS_ENV = "MIA_LENS_SERVED_KEYS"
 #: Session keys: specs that failed to load (spec → message), the spec known loaded, a spec from a link to confirm.
 FAILED, LOADED, UNCONFIRMED = "model_failed", "model_loaded", "model_unconfirmed"
+#: Session key: (spec, its sidebar status) while this run has not said the chosen model is loaded.
+PENDING = "model_status_pending"
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
-def cached_model(spec: str) -> LanguageModel:
+def shared_model(spec: str) -> LanguageModel:
     """One loaded model per spec for the whole server (models are large; never copy them); a page request's work on
     it stops before any layer once its session ended (`ui.model_work.watch_layers`)."""
     lm = mia_core.load_model(spec)
@@ -44,11 +46,22 @@ def cached_model(spec: str) -> LanguageModel:
     return lm
 
 
+def cached_model(spec: str) -> LanguageModel:
+    """`shared_model`, and, when it is the model chosen in the sidebar, its status says so at once (not only after
+    the page's slower work: a result under a model must never sit beside "Loading …" and the last model's details)."""
+    lm = shared_model(spec)
+    pending = st.session_state.get(PENDING)
+    if pending is not None and pending[0] == spec:
+        st.session_state[PENDING] = None
+        describe_loaded(spec, pending[1], lm)
+    return lm
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def cached_stats(spec: str, texts: tuple[str, ...], bos: str = "auto") -> list[TokenStats]:
     """Token statistics of texts under a model: computed once, then every method and k reuses them; a miss computes
     in its turn in the server's line (call it through `ui.model_work.queued` to show the place while waiting)."""
-    lm = cached_model(spec)
+    lm = shared_model(spec)  # no sidebar element from inside a cached function (it would be replayed)
     with model_slot() as progress:
         return lm.token_stats(list(texts), bos=bos, progress=progress)
 
@@ -93,6 +106,7 @@ def chosen_spec() -> str | None:
 def model_picker() -> tuple[str | None, StatusContainer | None]:
     """The picker and, below it, the model's status (nothing loaded yet): sets `model_spec` to the choice, or None when
     nothing is chosen or it failed to load. Returns the spec and its status, for `finish_loading` after the page."""
+    st.session_state[PENDING] = None  # a status of an earlier run is never updated
     spec = chosen_spec()
     failed = st.session_state.setdefault(FAILED, {})
     st.session_state["model_spec"] = None if spec is None or spec in failed else spec
@@ -106,8 +120,10 @@ def model_picker() -> tuple[str | None, StatusContainer | None]:
                 st.rerun()
         return None, None
     known = st.session_state.get(LOADED) == spec
-    return spec, st.sidebar.status(f"Loaded {spec}" if known else f"Loading {spec} …",
-                                   state="complete" if known else "running", expanded=False)
+    status = st.sidebar.status(f"Loaded {spec}" if known else f"Loading {spec} …",
+                               state="complete" if known else "running", expanded=False)
+    st.session_state[PENDING] = (spec, status)
+    return spec, status
 
 
 def finish_loading(spec: str | None, status: StatusContainer | None) -> None:
@@ -118,17 +134,24 @@ def finish_loading(spec: str | None, status: StatusContainer | None) -> None:
     if spec in st.session_state.get(FAILED, {}):  # the page tried to load it and failed: not tried twice
         status.update(label=f"Could not load {spec}", state="error", expanded=True)
         st.rerun()
+    if st.session_state.get(PENDING) is None:  # the page loaded it and the status said so then
+        return
     try:
-        lm = cached_model(spec)
+        cached_model(spec)
     except mia_core.ModelLoadError as err:
         model_failed(spec, err)
         status.update(label=f"Could not load {spec}", state="error", expanded=True)
         st.rerun()
+
+
+def describe_loaded(spec: str, status: StatusContainer, lm: LanguageModel) -> None:
+    """End the chosen model's status as loaded and say under it what was loaded: where, dtype, context, fingerprint."""
     st.session_state[LOADED] = spec
     status.update(label=f"Loaded {spec}", state="complete")
     if lm.model is None:  # served: where, and what it returns
         st.sidebar.caption(f"{md(lm.name)}\n\nserved at **{md(str(lm.device))}**, context "
-                           f"{lm.max_length:,} tokens, fingerprint `{lm.fingerprint}`")
+                           f"{lm.max_length:,} tokens, {lm.concurrency.value} requests at once, fingerprint "
+                           f"`{lm.fingerprint}`")
         for warning in getattr(lm, "warnings", []):
             st.sidebar.warning(warning)
         return

@@ -19,9 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ..extract import ExtractionSettings
-from ..extract.forward import window_log10_pz
 from ..extract.result import ExtractionResult, window_table
-from ..extract.run import CACHE_VERSION
+from ..extract.run import CACHE_VERSION, fed_log10_pz
 from ..extract.windows import WindowLayout, layout_text
 from ..model.identity import text_sha256
 from ..model.language_model import LanguageModel
@@ -77,9 +76,9 @@ def extraction_books(inputs: AuditInputs) -> Iterator[tuple[str, str, str]]:
 
 
 def unit_log10_pz(lm: LanguageModel, work: UnitWork, settings: ExtractionSettings) -> tuple[np.ndarray, np.ndarray]:
-    """(log10 p_z, greedy) of a unit's windows: the extraction pass over them (`extract.forward`)."""
-    return window_log10_pz(lm.model, work.fed(settings), settings, 0 if work.lead is None else 1,
-                           batch_tokens=lm.auto_batch_tokens())
+    """(log10 p_z, greedy) of a unit's windows: the extraction pass over them, or a served model's server
+    (`extract.run.fed_log10_pz`, as `extract_texts`)."""
+    return fed_log10_pz(lm, work.fed(settings), settings, 0 if work.lead is None else 1)
 
 
 def plan_extraction(store: ResultsStore, model: ModelRef, lm: LanguageModel, books: Books,

@@ -8,7 +8,7 @@ once (`reduce.reduce_suffix_rows`). Identical windows (a repeated passage) are c
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -19,6 +19,15 @@ from .reduce import reduce_suffix_rows
 from .settings import ExtractionSettings
 
 LN10 = math.log(10.0)
+
+
+@runtime_checkable
+class ComputesWindows(Protocol):
+    """A model whose windows are computed where it runs (a served model: one request per window): `extract_texts`
+    asks it for (log10 p_z, greedy flag) instead of running the pass here."""
+
+    def extraction_windows(self, fed: np.ndarray, *, prefix: int, suffix: int, top_k: int, temperature: float,
+                           n_lead: int, progress=None) -> tuple[np.ndarray, np.ndarray]: ...
 
 Progress = Callable[[int, int], None]
 

@@ -30,7 +30,7 @@ from .lora import attach_adapter
 from .pickled import load_pickled
 from .served.served_model import ServedModel, connect
 from .served.spec import is_served_spec
-from .sharding import load_sharded, shard_memory
+from .sharding import capped_device, load_sharded, shard_memory
 
 WEIGHT_SUFFIXES_SAFE = (".safetensors",)
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt")
@@ -80,7 +80,7 @@ def load_model(
                                  "without --max-memory (max_memory); it fits one device")
         base = load_model("demo", device, dtype, max_length=max_length)
         return attach_adapter(base, folder, name=name, spec=spec)
-    device_t = resolve_device(device)
+    device_t = capped_device(max_memory) if max_memory is not None and device == "auto" else resolve_device(device)
     dtype_t = resolve_dtype(dtype, device_t)
     if spec == "demo":
         folder, name = demo_folder(), DEMO_NAME

@@ -40,6 +40,16 @@ def shard_memory(folder: Path, device: str, dtype: torch.dtype, max_memory: str 
     return None if weight_bytes(folder, dtype) <= FIT_SHARE * free else {}
 
 
+def capped_device(max_memory: str | dict) -> torch.device:
+    """The device a model capped by `max_memory` computes on (its first GPU, else MPS, else the CPU): its dtype follows
+    it, so a cap of host memory alone on a GPU host loads float32 weights, as on the CPU."""
+    cap = parse_max_memory(max_memory) or {}
+    gpus = sorted(key for key in cap if isinstance(key, int))
+    if gpus:
+        return torch.device("cuda", gpus[0])
+    return torch.device("mps") if "mps" in cap else torch.device("cpu")
+
+
 def check_devices(cap: MemoryMap) -> None:
     """Refuse a cap that names a device this host lacks, or gives the model nowhere to compute."""
     gpus = torch.cuda.device_count()

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from mia_core import METHODS, load_model, score
 from ui.explore_compare import PREVIOUS, Scored, next_previous
-from ui.models import cached_model, cached_stats
+from ui.models import cached_stats, shared_model
 from ui.reference_view import plain
 from ui.work_estimate import count_tokens
 
@@ -91,7 +91,7 @@ def test_explore_drops_the_comparison_when_the_previous_model_no_longer_loads(ti
     press_score(at)
     assert len(compared_metrics(at)) == 4
     shutil.rmtree(gone)
-    cached_model.clear()  # as if the server had let the model go: the folder is read again, and is gone
+    shared_model.clear()  # as if the server had let the model go: the folder is read again, and is gone
     cached_stats.clear()
     count_tokens.clear()
     at.slider(key="explore_k").set_value(0.5).run()

@@ -51,3 +51,30 @@ def test_a_failed_load_ends_the_status_in_error_and_clears_the_model(monkeypatch
     assert calls == ["./no/such/model"]  # tried once, not on every rerun
     at.button(key="model_retry").click().run()
     assert calls == ["./no/such/model"] * 2 and at.sidebar.status[0].state == "error"
+
+
+def picker_page():
+    """A page that gets the chosen model itself, then does slower work (as Explore's reference p-values do)."""
+    import streamlit as st
+
+    from ui.models import cached_model, finish_loading, model_picker
+
+    spec, status = model_picker()
+    if spec is not None:
+        cached_model(spec)
+        st.session_state["loaded_when_page_had_it"] = st.session_state.get("model_loaded")
+        st.write("the page's slower work")
+    finish_loading(spec, status)
+
+
+def test_the_status_says_loaded_as_soon_as_the_page_has_the_model(tiny_model_dir, tmp_path):
+    folder = str(shutil.copytree(tiny_model_dir, tmp_path / "page-model"))
+    at = AppTest.from_function(picker_page, default_timeout=120)
+    at.session_state["model_choice"] = "other"
+    at.session_state["model_other"] = folder
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["loaded_when_page_had_it"] == folder  # not "Loading …" beside the page's result
+    status = at.sidebar.status[0]
+    assert status.label == f"Loaded {folder}" and status.state == "complete"
+    assert sum("fingerprint" in c.value for c in at.sidebar.caption) == 1  # said once, not again after the page

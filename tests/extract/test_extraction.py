@@ -126,6 +126,35 @@ def test_greedy_flag_agrees_with_generate(memorised):
             assert (out[0, len(prefix):].tolist() == suffix) == bool(greedy)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine)")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_on_cuda_windows_match_float64_and_greedy_flags_match_generate(memorised, dtype):
+    """The pass on a CUDA device: float32 within 2e-4 of the host's float64 re-computation; in bf16 the greedy flag is
+    exactly what greedy `generate` on the same device and dtype reproduces."""
+    settings = ExtractionSettings(**SMALL, top_k=5, temperature=1.3)
+    text = MEMORISED[0] + " " + UNSEEN[0]
+    want_pz, want_greedy = naive_windows(memorised, text, settings)
+    memorised.model.to("cuda", dtype)
+    try:
+        got = extract_texts(memorised, [text], settings, cache=False)[0]
+        tok, boundary = memorised.tokenizer, memorised.tokenizer.convert_tokens_to_ids("<|endoftext|>")
+        ids = tok(text)["input_ids"]
+        decoded = []
+        for start in got.windows["token_start"]:
+            prefix = torch.tensor([[boundary] + ids[start : start + settings.prefix]], device="cuda")
+            out = memorised.model.generate(prefix, attention_mask=torch.ones_like(prefix), do_sample=False,
+                                           max_new_tokens=settings.suffix, min_new_tokens=settings.suffix,
+                                           pad_token_id=boundary)
+            decoded.append(out[0, prefix.shape[1]:].tolist() == ids[start + settings.prefix : start + settings.window])
+    finally:
+        memorised.model.to("cpu", torch.float32)
+    assert got.windows["greedy"].tolist() == decoded and any(decoded) and not all(decoded)
+    if dtype == torch.float32:
+        assert got.windows["greedy"].tolist() == want_greedy
+        for a, b in zip(got.windows["log10_pz"], want_pz):
+            assert (a == b == -math.inf) or a == pytest.approx(b, abs=2e-4)
+
+
 def test_pz_matches_a_monte_carlo_estimate_from_top_k_samples(memorised):
     settings = ExtractionSettings(**SMALL, top_k=8, temperature=1.6)
     result = extract_texts(memorised, MEMORISED[:2], settings, cache=False)

@@ -14,7 +14,7 @@ from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogit
 from mia_core.methods import METHODS
 from mia_core.methods import samia as samia_module
 from mia_core.methods.samia import SamiaParams, candidate_words, rouge1_recall, split_text
-from mia_core.methods.samia.sampling import SeededSampler, filter_scores, sample_seeds
+from mia_core.model.sampling import Sampling, SeededSampler, filter_scores, sample_seeds
 from mia_core.scoring import score, score_texts
 
 from tests.support.tiny import random_texts
@@ -112,7 +112,7 @@ def test_gumbel_sampler_draws_from_the_filtered_softmax():
     seeds = [s for j in range(rows // 4) for s in sample_seeds(0, f"text {j}", 4)]
     counts = {}
     for top_k, top_p in ((0, 1.0), (2, 1.0), (0, 0.5)):
-        sampler = SeededSampler(seeds, SamiaParams(top_k=top_k, top_p=top_p), 3, torch.device("cpu"))
+        sampler = SeededSampler(seeds, Sampling(1, 0, 1.0, top_k, top_p), 3, torch.device("cpu"))
         counts[top_k, top_p] = np.bincount(sampler(None, logits.clone()).argmax(-1).numpy(), minlength=3) / rows
     # 3σ of a frequency near 0.5 over 4000 draws is 0.024
     np.testing.assert_allclose(counts[0, 1.0], [0.5, 0.3, 0.2], atol=0.03)

@@ -10,6 +10,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from mia_core import ModelLoadError, load_model
 from mia_core.model.memory_map import parse_max_memory
+from mia_core.model.sharding import capped_device
 
 from tests.support.cli_runner import run_cli
 from tests.support.oracle import naive_stats
@@ -50,7 +51,7 @@ def texts() -> list[str]:
 
 
 def test_cpu_and_disk_shards_give_the_statistics_of_the_whole_model(model_dir):
-    whole = load_model(str(model_dir))
+    whole = load_model(str(model_dir), device="cpu")  # a cap of host memory alone computes on the CPU, in float32
     half = weight_bytes(whole) // 2
     sharded = load_model(str(model_dir), max_memory=f"cpu={half}B")
     placed = sharded.model.hf_device_map
@@ -77,11 +78,37 @@ def test_cpu_and_disk_shards_give_the_statistics_of_the_whole_model(model_dir):
     np.testing.assert_array_equal(b[0].rank, expected["rank"])
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine)")
+def test_gpu_and_cpu_shards_give_the_statistics_of_the_whole_model_on_the_gpu(model_dir):
+    """A cap that leaves part of the model in host memory: layers on cuda:0, the rest on the CPU (accelerate moves
+    them to the GPU while they run). The statistics equal the model loaded whole on the GPU, float32."""
+    whole = load_model(str(model_dir), device="cuda", dtype="float32")
+    half = weight_bytes(whole) // 2
+    sharded = load_model(str(model_dir), dtype="float32", max_memory=f"cuda:0={half}B,cpu=1GiB")
+    placed = sharded.model.hf_device_map
+    assert set(placed.values()) == {0, "cpu"}, placed  # really split between the GPU and host memory
+    assert placed["model.embed_tokens"] == 0 and sharded.device == torch.device("cuda", 0)
+    assert sharded.fingerprint == whole.fingerprint
+    a, b = whole.token_stats(texts(), cache=False), sharded.token_stats(texts(), cache=False)
+    for x, y in zip(a, b):
+        for key in FLOATS:
+            np.testing.assert_allclose(getattr(y, key), getattr(x, key), atol=1e-5, rtol=0, err_msg=key)
+        for key in INTS:
+            np.testing.assert_array_equal(getattr(y, key), getattr(x, key), err_msg=key)
+    expected = naive_stats(whole.model.cpu().double(), sharded.fed_ids(texts()[0]))  # float64 oracle on the host
+    for key in ("logprob", "mu", "sigma", "top1_logprob"):
+        np.testing.assert_allclose(getattr(b[0], key), expected[key], atol=1e-4, rtol=0, err_msg=key)
+    np.testing.assert_array_equal(b[0].rank, expected["rank"])
+
+
 def test_memory_caps_are_read_as_accelerate_takes_them():
     assert parse_max_memory("cuda:0=20GiB, 1=1.5GB,cpu=512MiB,disk=1TB") == {
         0: 20 * 2**30, 1: 1_500_000_000, "cpu": 512 * 2**20, "disk": 10**12}
     assert parse_max_memory({"cuda:1": "2KiB", "cpu": 1000}) == {1: 2048, "cpu": 1000}
     assert parse_max_memory(None) is None
+    # where a capped model computes (its dtype follows): the first GPU named, else the host
+    assert capped_device("cpu=1GiB,disk=1TB") == torch.device("cpu")
+    assert capped_device("cpu=1GiB,cuda:1=2GiB,0=3GiB") == torch.device("cuda", 0)
     for bad, why in (("", "names no device"), ("cpu", "has no '='"), ("gpu=1GB", "unknown device 'gpu'"),
                      ("cpu=1GB,cpu=2GB", "named twice"), ("cpu=0", "must be positive"),
                      ("cpu=lots", "not a number with a unit")):
@@ -109,10 +136,10 @@ def test_a_bad_cap_is_one_error_line(model_dir, tmp_path, args, message):
 def test_the_command_line_scores_a_sharded_model_as_a_whole_one(model_dir, tmp_path, monkeypatch):
     data = tmp_path / "texts.csv"
     pd.DataFrame({"text": texts()}).to_csv(data, index=False)
-    whole = load_model(str(model_dir))
+    whole = load_model(str(model_dir), device="cpu")
     cap = f"cpu={weight_bytes(whole) // 2}B,disk=1GiB"
     common = ["score", "--model", model_dir, "--input", data, "--methods", "loss,min_k,min_k_pp"]
-    assert run_cli(*common, "--output", tmp_path / "whole.csv")[0] == 0
+    assert run_cli(*common, "--output", tmp_path / "whole.csv", "--device", "cpu")[0] == 0
     monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "other-cache"))  # computed by the shards, not read back
     code, _, err = run_cli(*common, "--output", tmp_path / "sharded.csv", "--max-memory", cap)
     assert code == 0, err

@@ -3,12 +3,14 @@ process: the same statistics (ids, windows, offsets, log-probs to 1e-3), the sam
 server's answers cannot support refused with the reason, and failures as one `error:` line."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
 import mia_core
-from mia_core.model.loading import load_model
+from mia_core.model.loading import demo_folder, load_model
 from mia_core.model.served.check import check_served
 from tests.support.cli_runner import run_cli
 
@@ -91,12 +93,23 @@ def test_full_distribution_mode_gives_min_k_pp(vllm_demo, demo_local):
 def test_methods_the_server_cannot_support_are_refused_with_the_reason(vllm_demo, tmp_path):
     served = _served(vllm_demo)
     refused = mia_core.methods_allowed(served).refused
-    assert set(refused) >= {"min_k_pp", "grad_norm", "recall", "samia"} and "loss" not in refused
+    assert set(refused) >= {"min_k_pp", "grad_norm", "recall"} and not {"loss", "samia"} & set(refused)
     assert "full next-token distribution" in refused["min_k_pp"] and "logprobs=full" in refused["min_k_pp"]
     with pytest.raises(ValueError, match="Min-K%\\+\\+ needs"):
         mia_core.score_texts(served, ["Some text to score."], ["loss", "min_k_pp"])
     code, _, err = run_cli("score", "--model", f"{vllm_demo.url}/v1?model=demo", "--methods", "min_k_pp", *_io(tmp_path))
     assert code == 2 and err.strip().splitlines()[-1].startswith("error: Min-K%++ needs")
+
+
+def kv_cache_requests(model_folder, window: int) -> int:
+    """Requests of `window` tokens the fixture's KV cache holds at once, from its settings: VLLM_CPU_KVCACHE_SPACE=1
+    (GiB) of float32 keys and values (2 × layers × KV heads × head size × 4 bytes per token) in blocks of 128 tokens
+    (vLLM's CPU default), clamped to 1…64."""
+    config = json.loads((model_folder / "config.json").read_text())
+    head = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    per_token = 2 * config["num_hidden_layers"] * config["num_key_value_heads"] * head * 4
+    blocks = (1 << 30) // (per_token * 128)
+    return max(1, min(64, blocks * 128 // window))
 
 
 def test_models_check_reports_the_server_and_its_methods(vllm_demo):
@@ -106,6 +119,11 @@ def test_models_check_reports_the_server_and_its_methods(vllm_demo):
     assert "all (the whole next-token distribution" in out  # the fixture serves --max-logprobs -1
     assert "repeatable" in out and "yes (" in out  # --no-enable-prefix-caching: the probe agrees to 1e-4
     assert "min_k_pp" in out and "refused" in out
+    expected = kv_cache_requests(demo_folder(), 2047)  # windows of max_model_len − 1 tokens
+    assert expected == 11  # 182 blocks of 128 tokens: 23,296 tokens ÷ 2,047
+    assert f"{expected} requests at once (sized from the server's KV cache: 182 blocks × 128 tokens" in out
+    allows = next(line for line in out.splitlines() if line.startswith("demo allows"))
+    assert "samia" in allows.split(": ", 1)[1].split(", ")  # the server samples: SaMIA is allowed
 
 
 @pytest.mark.parametrize("settings, message", [

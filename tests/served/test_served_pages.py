@@ -26,7 +26,8 @@ def open_explore(spec: str) -> AppTest:
 def test_explore_on_a_served_model(vllm_demo):
     spec = f"{vllm_demo.url}/v1?model=demo"
     at = open_explore(spec)
-    assert any("served at" in c.value and "127\\.0\\.0\\.1" in c.value for c in at.sidebar.caption)  # escaped Markdown
+    assert any("served at" in c.value and "127\\.0\\.0\\.1" in c.value and "11 requests at once" in c.value
+               for c in at.sidebar.caption)  # escaped Markdown; the concurrency sized from the engine's KV cache
     offered = at.multiselect(key="explore_methods").options
     assert METHODS["min_k_pp"].label not in offered and METHODS["loss"].label in offered
     box = next(e for e in at.expander if e.label.startswith("Not available for this model"))

@@ -1,9 +1,16 @@
 """A loopback TCP proxy that can be stopped and started again on the same port: from a client's side, a server that
-dies (connections refused and reset) and comes back."""
+dies (connections refused and reset) and comes back. It counts the connections it forwarded and the HTTP requests
+sent through them (request lines in the client's bytes), so a test can see what reached the server and when."""
 from __future__ import annotations
 
+import re
 import socket
 import threading
+
+#: An HTTP/1.x request line (JSON bodies of token ids never contain one).
+REQUEST_LINE = re.compile(rb"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH) /[^ \r\n]* HTTP/1\.[01]\r\n")
+#: Bytes of one connection's stream kept between reads, so a request line split across two reads is still found.
+TAIL_BYTES = 256
 
 
 class TcpProxy:
@@ -14,6 +21,9 @@ class TcpProxy:
         self._listener: socket.socket | None = None
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
+        #: Connections forwarded, and HTTP requests the client sent through them, since the proxy was made.
+        self.connections = 0
+        self.requests = 0
 
     @property
     def url(self) -> str:
@@ -55,12 +65,20 @@ class TcpProxy:
                 continue
             with self._lock:
                 self._open.update((client, upstream))
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+                self.connections += 1
+            for a, b, count in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pipe, args=(a, b, count), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket, count: bool) -> None:
+        tail = b""
         try:
             while data := source.recv(65536):
+                if count:  # request lines completed by this read (those wholly in `tail` were counted before)
+                    seen = tail + data
+                    new = len(REQUEST_LINE.findall(seen)) - len(REQUEST_LINE.findall(tail))
+                    with self._lock:
+                        self.requests += new
+                    tail = seen[-TAIL_BYTES:]
                 sink.sendall(data)
         except OSError:
             pass

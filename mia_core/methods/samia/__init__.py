@@ -21,12 +21,13 @@ Deviations:
   policy (`bos="auto"` puts the document-boundary token first, as the statistics pass does).
 - Sampling: theirs calls `generate(do_sample=True)` n times per text on the global RNG. Ours is one
   `generate` call per group of texts whose prompts have the same token count (no padding), with a
-  `SeededSampler`: temperature, top-k and top-p as Hugging Face's warpers, then Gumbel noise from
-  each sample's own generator, seeded by (seed, sha256(text), j), and greedy choice (Gumbel-max:
-  the same distribution). A text's draws therefore depend neither on text order nor on batching;
+  `SeededSampler` (`mia_core.model.sampling`, shared with `ngram_coverage`): temperature, top-k and
+  top-p as Hugging Face's warpers, then Gumbel noise from each sample's own generator, seeded by
+  (seed, sha256(text), j), and greedy choice (Gumbel-max: the same distribution). A text's draws therefore depend neither on text order nor on batching;
   the global RNG is not touched. Ids the tokenizer cannot decode (logits wider than the vocabulary,
   as in Pythia) are never drawn. The model's own generation settings (e.g. a repetition penalty)
-  apply, as in theirs.
+  apply, as in theirs. A served model (vLLM) samples on its server, one request per sample seeded the
+  same way (`mia_core.model.served.generation`): repeatable on that server, not equal to in-process draws.
 - The continuation budget is `max_length` minus the prompt, at most the model's context; a prompt
   that leaves no room is an error (theirs truncates it to 1024 tokens).
 - `truncate_candidate` (off by default; not in theirs) cuts candidates to the reference's word count.

@@ -59,7 +59,8 @@ def check_served(model: ServedModel) -> ServerReport:
                                                          else "")),
                      ("model root on the server", model.info.root or "not given"),
                      ("context", f"{model.info.max_model_len or '?'} tokens (windows of {model.max_length})"),
-                     ("fingerprint", model.fingerprint)]
+                     ("fingerprint", model.fingerprint),
+                     ("concurrency", f"{model.concurrency.value} requests at once ({model.concurrency.why})")]
     same = check_tokenizer(client, model.info.name, model.tokenizer, model.served)
     report.facts.append(("tokenizer", f"{model.tokenizer.name_or_path}: " +
                          ("the same ids as the server's /tokenize" if same else "not checked (no /tokenize)")))

@@ -51,6 +51,10 @@ class Client:
         """POST a JSON body, return the JSON answer."""
         return self._send("POST", path, body)
 
+    def get_text(self, path: str) -> str:
+        """GET an endpoint's plain text (vLLM's Prometheus `/metrics`)."""
+        return self._send("GET", path, None, text=True)
+
     def _session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
         if session is None:
@@ -67,10 +71,12 @@ class Client:
                               "to the server's API key")
         return {"Authorization": f"Bearer {key}"}
 
-    def _send(self, method: str, path: str, body: dict | None) -> Any:
+    def _send(self, method: str, path: str, body: dict | None, *, text: bool = False) -> Any:
         url = self.url(path)
         attempt = 0
         while True:
+            if self.cancelled.is_set():  # a cancelled run sends nothing more
+                raise ServedError("cancelled")
             wait = None
             try:
                 answer = self._session().request(method, url, json=body, headers=self._headers(),
@@ -90,13 +96,13 @@ class Client:
                 if answer.status_code in RETRY_STATUS and attempt < self.spec.retries:
                     wait = _retry_after(answer) or BACKOFF_S * 2**attempt
                 else:
-                    return self._read(answer, path)
+                    return self._read(answer, path, text)
             attempt += 1
             if self.cancelled.wait(min(wait, BACKOFF_CAP_S)):
                 raise ServedError("cancelled")
 
-    def _read(self, answer: requests.Response, path: str) -> Any:
-        """The JSON of an answer, or the error it carries as one sentence."""
+    def _read(self, answer: requests.Response, path: str, text: bool = False) -> Any:
+        """The JSON of an answer (its text if `text`), or the error it carries as one sentence."""
         where = f"the server at {self.spec.base_url}"
         if int(answer.headers.get("Content-Length") or 0) > MAX_ANSWER_BYTES:
             raise ServedError(f"{where} answered {path} with more than {MAX_ANSWER_BYTES >> 20} MB")
@@ -104,6 +110,10 @@ class Client:
             how = (f"check the key in {self.spec.key_env}" if self.spec.key_env
                    else "name the environment variable that holds the key with key_env=NAME in the spec")
             raise ServedError(f"{where} refused the request ({answer.status_code} {answer.reason}): {how}")
+        if text:
+            if answer.status_code >= 400:
+                raise ServedError(f"{where} refused {path} (HTTP {answer.status_code})")
+            return answer.text
         try:
             data = answer.json()
         except (json.JSONDecodeError, requests.exceptions.JSONDecodeError, ValueError):

@@ -8,8 +8,9 @@ reason, never approximated.
 from __future__ import annotations
 
 import json
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import closing
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Iterator
 
 import numpy as np
@@ -19,9 +20,14 @@ from ...paths import cache_root
 from ..forward import Segment
 from ..identity import tokenizer_fingerprint
 from ..pipeline import FinishedBatch
+from ..sampling import Sampling
 from ..stats_cache import StatsCache
 from ..stats_model import StatsModel
+from .capacity import concurrency_for
+from .extraction import served_window_log10_pz
+from .generation import served_continuations
 from .http import Client, ServedError
+from .pool import answers
 from .probe import PROBE_TEXT, determinism_warning, served_identity
 from .shapes import SHAPES, Stats
 from .spec import ServedSpec, parse_served_spec
@@ -74,6 +80,8 @@ class ServedModel(StatsModel):
         self.identity_key = where
         #: The probe's largest log-prob difference alone vs among concurrent requests, as recorded (None: unprobed).
         self.determinism_gap: float | None = record.get("determinism")
+        #: Requests at once (windows and samples alike) and why that many: the spec's, or sized from the server.
+        self.concurrency = concurrency_for(served, client, max_length)
 
     @property
     def warnings(self) -> list[str]:
@@ -85,12 +93,14 @@ class ServedModel(StatsModel):
     @property
     def access(self) -> ModelAccess:
         """The true token's log-prob always; its rank and the top token where the server gives them; the whole
-        distribution only with `logprobs=full`; no further passes, gradients or generation through this path."""
+        distribution only with `logprobs=full`; seeded generation from vLLM (`generation`); no further passes or
+        gradients through this path."""
+        generates = self.served.api == "vllm"
         if self._full:
-            return ModelAccess(True, FULL_VOCABULARY, True, where="this server")
+            return ModelAccess(True, FULL_VOCABULARY, True, generation=generates, where="this server")
         hint = "asked with logprobs=top: logprobs=full in the spec reads the whole distribution, for short texts"
-        return ModelAccess(True, 0 if self.served.api == "echo" else 1, where="this server",
-                           hint=hint if self.served.api == "vllm" else "")
+        return ModelAccess(True, 0 if self.served.api == "echo" else 1, generation=generates, where="this server",
+                           hint=hint if generates else "")
 
     @property
     def vocab_width(self) -> int:
@@ -122,38 +132,38 @@ class ServedModel(StatsModel):
         path, body = self._request(self.info.name, ids, k)
         return self._parse(self.client.post(path, body), ids, score_from, self.vocab_width if self._full else 0)
 
+    def sample_continuations(self, prompts: dict[str, list[int]], budgets: dict[str, int],
+                             sampling: Sampling) -> dict[str, list[list[int]]]:
+        """Text → its `sampling.n` seeded continuations sampled by the server (`mia_core.model.sampling` asks a model
+        that has this method instead of sampling in process)."""
+        if not self.access.generation:
+            raise ServedError(f"api={self.served.api}: MIA Lens samples only through vLLM's completions (a seed per "
+                              "request and the sampled token ids)")
+        return served_continuations(self.client, self.info.name, self.concurrency.value, prompts, budgets, sampling)
+
+    def extraction_windows(self, fed: np.ndarray, *, prefix: int, suffix: int, top_k: int, temperature: float,
+                           n_lead: int, progress=None) -> tuple[np.ndarray, np.ndarray]:
+        """(log10 p_z, greedy flag) of extraction windows, from the server's top-k prompt log-probs (vLLM only:
+        `served.extraction`); `mia_core.extract` asks a model that has this method instead of running the pass here."""
+        if self.served.api != "vllm":
+            raise ServedError(f"api={self.served.api}: extraction over a served model reads vLLM's top-k prompt "
+                              "log-probs (prompt_logprobs)")
+        return served_window_log10_pz(self.client, self.info.name, self.concurrency.value, fed, prefix=prefix,
+                                      suffix=suffix, top_k=top_k, temperature=temperature, n_lead=n_lead,
+                                      progress=progress)
+
     def _batches(self, segments: list[Segment], budget: int, progress) -> Iterator[FinishedBatch]:
-        """One request per segment, at most `concurrency` at once, yielded as each answer arrives; closing the
-        iterator (a cancelled run) stops waiting and drops the requests not yet sent."""
+        """One request per segment, `concurrency` at once, yielded as each answer arrives; closing the iterator (a
+        cancelled run) sends nothing more and drops the requests not yet sent (`pool.answers`)."""
         total = sum(len(s.ids) for s in segments)
         done = 0
-        pool = ThreadPoolExecutor(self.served.concurrency, thread_name_prefix="served")
-        pending: dict[Future, int] = {}
-        queue = iter(range(len(segments)))
-        try:
-            for k in queue:
-                pending[pool.submit(self.segment_stats, segments[k].ids, segments[k].score_from)] = k
-                if len(pending) >= 2 * self.served.concurrency:
-                    break
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    k = pending.pop(future)
-                    stats = future.result()
-                    for nxt in queue:  # keep the pool busy: one new request for each answer
-                        pending[pool.submit(self.segment_stats, segments[nxt].ids, segments[nxt].score_from)] = nxt
-                        break
-                    done += len(segments[k].ids)
-                    if progress is not None:
-                        progress(done, total)
-                    yield FinishedBatch([k], [stats], budget)
-        finally:
-            if pending:  # a failed request or a closed iterator: stop the retries still waiting
-                self.client.cancelled.set()
-            for future in pending:
-                future.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
-            self.client.cancelled.clear()
+        calls = [partial(self.segment_stats, s.ids, s.score_from) for s in segments]
+        with closing(answers(calls, self.concurrency.value, self.client.cancelled)) as finished:
+            for k, stats in finished:  # a progress callback that raises (a cancelled run) closes `finished` at once
+                done += len(segments[k].ids)
+                if progress is not None:
+                    progress(done, total)
+                yield FinishedBatch([k], [stats], budget)
 
 
 def server_info(client: Client, served: ServedSpec) -> ServerInfo:

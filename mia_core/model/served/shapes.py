@@ -47,7 +47,7 @@ def _empty(n: int) -> Stats:
     return stats
 
 
-def _token_id(key: str) -> int:
+def token_id(key: str) -> int:
     """A token id from a log-probs key: "123", or "token_id:123" (vLLM's `--return-tokens-as-token-ids` strings)."""
     try:
         return int(key.rsplit(":", 1)[-1])
@@ -55,7 +55,7 @@ def _token_id(key: str) -> int:
         raise ServedError(f"the server keyed a log-prob by {key[:40]!r}, not a token id") from None
 
 
-def _choice(answer: Any) -> dict:
+def first_choice(answer: Any) -> dict:
     try:
         return answer["choices"][0]
     except (KeyError, IndexError, TypeError):
@@ -65,7 +65,7 @@ def _choice(answer: Any) -> dict:
 def parse_vllm(answer: Any, ids: Sequence[int], score_from: int, full: int) -> Stats:
     """Statistics from vLLM's `prompt_logprobs` (see the module docstring); `full` > 0 is the vocabulary size when the
     whole distribution was asked for (μ, σ and the entropy are then computed from it)."""
-    rows = _choice(answer).get("prompt_logprobs")
+    rows = first_choice(answer).get("prompt_logprobs")
     if not isinstance(rows, list) or len(rows) < len(ids):
         raise ServedError("the server returned no prompt log-probs for the prompt (prompt_logprobs): is it vLLM, and "
                           f"does it allow them (--max-logprobs)? got {type(rows).__name__} of {len(rows or [])} rows "
@@ -76,7 +76,7 @@ def parse_vllm(answer: Any, ids: Sequence[int], score_from: int, full: int) -> S
         entries = rows[j]
         if not isinstance(entries, dict):
             raise ServedError(f"prompt log-probs of position {j} are {type(entries).__name__}, not a mapping")
-        by_id = {_token_id(key): value for key, value in entries.items()}
+        by_id = {token_id(key): value for key, value in entries.items()}
         true = by_id.get(int(ids[j]))
         if true is None:
             raise ServedError(f"the server's prompt log-probs at position {j} lack the prompt's own token {ids[j]}: "
@@ -113,9 +113,9 @@ def parse_sglang(answer: Any, ids: Sequence[int], score_from: int, full: int) ->
     tops = meta.get("input_top_logprobs") or [None] * len(tokens)
     out = _empty(len(ids) - score_from)
     for row, j in enumerate(range(score_from, len(ids))):
-        logprob, token_id = tokens[j][0], tokens[j][1]
-        if token_id != ids[j] or logprob is None:
-            raise ServedError(f"SGLang's input log-probs at position {j} are for token {token_id}, not the prompt's "
+        logprob, given_id = tokens[j][0], tokens[j][1]
+        if given_id != ids[j] or logprob is None:
+            raise ServedError(f"SGLang's input log-probs at position {j} are for token {given_id}, not the prompt's "
                               f"{ids[j]}")
         out["logprob"][row] = logprob
         top = tops[j] if j < len(tops) else None
@@ -129,7 +129,7 @@ def parse_sglang(answer: Any, ids: Sequence[int], score_from: int, full: int) ->
 
 def parse_echo(answer: Any, ids: Sequence[int], score_from: int, full: int) -> Stats:
     """The true tokens' log-probs from a legacy echo answer (`logprobs.token_logprobs`)."""
-    logprobs = _choice(answer).get("logprobs")
+    logprobs = first_choice(answer).get("logprobs")
     values = logprobs.get("token_logprobs") if isinstance(logprobs, dict) else None
     if not isinstance(values, list) or len(values) < len(ids):
         raise ServedError("the server did not echo the prompt's log-probs (logprobs.token_logprobs): it needs the "

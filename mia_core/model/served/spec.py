@@ -34,7 +34,8 @@ class ServedSpec:
     key_env: str | None = None
     api: str = "vllm"
     logprobs: str = "top"
-    concurrency: int = 8
+    concurrency: int | None = None
+    """Requests at once; None: sized from the server (`mia_core.model.served.capacity`)."""
     timeout: float = 120.0
     retries: int = 4
 
