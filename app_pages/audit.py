@@ -5,12 +5,15 @@ from pathlib import Path
 
 import streamlit as st
 
+from mia_core.audit.extraction_runs import extraction_books, plan_extraction, run_extraction
 from mia_core.audit.jobs import AuditSettings, plan_audit
+from mia_core.extract import ExtractionSettings
 from mia_core.audit.sources import read_audit_inputs
 from mia_core.inputs.limits import MAX_ZIP_ENTRIES
 from mia_core.inputs.tables import InputError
 from mia_core.limits import MAX_UPLOAD_FILES, MAX_UPLOAD_SET_BYTES, is_run_id
 from mia_core.model.options import ModelRef
+from ui.audit_extraction import extraction_ui
 from ui.audit_progress import cost_estimate_ui, first_batch, progress_ui, results_store, runs_ui
 from ui.audit_results import results_ui
 from ui.jobs import job_state, public_message, session_folder, start_scoring
@@ -78,8 +81,9 @@ def settings_ui(spec: str | None) -> AuditSettings:
                          max_snippets_per_book=int(max_snippets) or None, rule=rule, target_fpr=target, seed=int(seed))
 
 
-def start(spec: str, calibration, books, settings: AuditSettings) -> None:
-    """Read the books, plan the run in the store and start scoring it in the background."""
+def start(spec: str, calibration, books, settings: AuditSettings, extraction: ExtractionSettings | None) -> None:
+    """Read the books, plan the run (and its extraction, when asked) in the store and start scoring it in the
+    background; the extraction's units are computed by the same job once the snippets are scored."""
     try:
         inputs = read_audit_inputs(books, calibration)
     except InputError as err:
@@ -89,10 +93,13 @@ def start(spec: str, calibration, books, settings: AuditSettings) -> None:
     try:
         run_id = plan_audit(results_store(), ModelRef(spec), inputs.books, inputs.calibration, settings, inputs.problems,
                             lm=lm)
+        x_run = None if extraction is None else plan_extraction(
+            results_store(), ModelRef(spec), lm, lambda: extraction_books(inputs), extraction, audit_run=run_id)
     except ValueError as err:
         st.error(public_message(str(err)))
         return
-    start_scoring(results_store(), run_id, lm, first_batch(run_id, lm))
+    then = None if x_run is None else lambda: run_extraction(results_store(), x_run, ModelRef(spec), lm=lm)
+    start_scoring(results_store(), run_id, lm, first_batch(run_id, lm), then)
     st.session_state["audit_run_id"] = run_id
 
 
@@ -111,10 +118,12 @@ except ValueError:  # a damaged or foreign $MIA_LENS_STORE: say so instead of a 
              "Point $MIA_LENS_STORE at another file (or move this one away) and restart the dashboard.")
     st.stop()
 cost_estimate_ui(spec, calibration, books, settings)  # one line: snippets × tokens × this model's seconds per token
+extraction, held = extraction_ui(spec, calibration, books, settings.bos)  # its cost, against the server's bound
 if spec is None:
     st.warning("Load a model in the sidebar first.")
-elif st.button("Run audit", type="primary", disabled=calibration is None or books is None, key="audit_run"):
-    start(spec, calibration, books, settings)
+elif st.button("Run audit", type="primary", disabled=calibration is None or books is None or held is not None,
+               key="audit_run", help=f"Held back: {held}." if held else None):
+    start(spec, calibration, books, settings, extraction)
 runs_ui()
 if "run" in st.query_params and "audit_run_id" not in st.session_state:  # a shared or reloaded link: ?run=<id>
     if is_run_id(st.query_params["run"]):

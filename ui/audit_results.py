@@ -3,7 +3,7 @@ one book's snippets and the downloads."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,7 @@ from mia_core.audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
 from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, report_pdf, snippet_heatmap
 from mia_core.csv_safe import to_csv_safe
 from mia_core.demo.ground_truth import adapter_training_plays, demo_book_truth
+from ui.audit_extraction import extraction_results_ui
 from ui.audit_progress import results_store
 from ui.dataset_inference import dataset_inference_ui
 from ui.jobs import public_message
@@ -171,6 +172,7 @@ def results_ui(run_id: str, analysis: AuditSettings) -> None:
         st.markdown("**Books not audited**")
         st.dataframe(result.problems.map(lambda v: public_message(v) if isinstance(v, str) else v), hide_index=True,
                      key="audit_problems")
+    result = replace(result, extraction=extraction_results_ui(run_id, settings.ci))  # in the report and provenance too
     lm = run_model(run["model"])
     provenance_ui(result, lm)
     drill_down(result, run, lm)

@@ -60,20 +60,20 @@ class Plan(NamedTuple):
         return self.windows * self.width
 
 
-def settings_ui(bos: str) -> ExtractionSettings | None:
-    """The five settings side by side (the paper's defaults) under the page's BOS policy; None, with the reason
-    shown, when they do not validate."""
+def settings_ui(bos: str, key: str = "explore_x") -> ExtractionSettings | None:
+    """The five settings side by side (the paper's defaults) under the page's BOS policy, their widgets keyed
+    `{key}_prefix` …; None, with the reason shown, when they do not validate."""
     cols = st.columns(5)
-    prefix = cols[0].number_input("Prefix (tokens)", 1, MAX_WINDOW_TOKENS, 50, key="explore_x_prefix",
+    prefix = cols[0].number_input("Prefix (tokens)", 1, MAX_WINDOW_TOKENS, 50, key=f"{key}_prefix",
                                   help="Tokens of the text the model is given before each suffix (the paper: 50).")
-    suffix = cols[1].number_input("Suffix (tokens)", 1, MAX_WINDOW_TOKENS, 50, key="explore_x_suffix",
+    suffix = cols[1].number_input("Suffix (tokens)", 1, MAX_WINDOW_TOKENS, 50, key=f"{key}_suffix",
                                   help="Tokens the model must reproduce word for word (the paper: 50).")
-    stride = cols[2].number_input("Stride (tokens)", 1, MAX_WINDOW_TOKENS, 10, key="explore_x_stride",
+    stride = cols[2].number_input("Stride (tokens)", 1, MAX_WINDOW_TOKENS, 10, key=f"{key}_stride",
                                   help="Tokens between window starts: the model reads each text token "
                                        "(prefix + suffix) / stride times.")
-    top_k = cols[3].number_input("Top-k", 1, MAX_TOP_K, 40, key="explore_x_top_k",
+    top_k = cols[3].number_input("Top-k", 1, MAX_TOP_K, 40, key=f"{key}_top_k",
                                  help="The k of top-k sampling (the paper: 40); greedy decoding is reported too.")
-    temperature = cols[4].number_input("Temperature", 0.05, 10.0, 1.0, 0.05, key="explore_x_temperature",
+    temperature = cols[4].number_input("Temperature", 0.05, 10.0, 1.0, 0.05, key=f"{key}_temperature",
                                        help="Sampling temperature (the paper: 1).")
     try:
         return ExtractionSettings(int(prefix), int(suffix), int(stride), int(top_k), float(temperature), bos)

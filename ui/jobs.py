@@ -111,13 +111,17 @@ def freeze_once(key: str) -> None:
         gc.freeze()
 
 
-def start_scoring(store: ResultsStore, run_id: str, lm: LanguageModel, first_batch: int | None = None) -> JobThread:
+def start_scoring(store: ResultsStore, run_id: str, lm: LanguageModel, first_batch: int | None = None,
+                  then: Callable[[], None] | None = None) -> JobThread:
     """Score the run's pending snippets in the background (`start_job`), then analyse it with its own settings, as
     `mia audit-books` does, so the store says "done" by the time the page shows the results. `first_batch`: snippets
-    in the first batch (later ones double up to the run's batch size), so the first result shows soon."""
+    in the first batch (later ones double up to the run's batch size), so the first result shows soon. `then`: more
+    work of the same job once the run is analysed (the audit's extraction pass)."""
     def work() -> None:
         run_scoring(store, run_id, ModelRef.of(lm), lm=lm, first_batch=first_batch)
         audit_result(store, run_id)
+        if then is not None:
+            then()
     return start_job(run_id, work)
 
 

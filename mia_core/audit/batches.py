@@ -24,19 +24,26 @@ def batch_sizes(first: int, normal: int) -> Iterator[int]:
 
 def score_claimed(store: ResultsStore, run_id: str, session: str, sizes: Iterator[int] | None,
                    score: Callable[[list[str]], str]) -> str:
-    """Read the pending snippets, claim them a batch at a time (`sizes`; None: all at once) and score what was claimed
-    (storing a batch releases its claims; a batch size is used up only by a batch scored); again until the run is
-    scored, waiting while another live process holds the rest (its claims lapse when it dies). A message if some
-    failed on Ray."""
+    """`compute_claimed` over the run's snippets."""
+    return compute_claimed(lambda: store.pending_ids(run_id)["snippet_id"].tolist(),
+                           lambda ids: store.claim_snippets(run_id, session, ids), sizes, score)
+
+
+def compute_claimed(pending_ids: Callable[[], list[str]], claim: Callable[[list[str]], list[str]],
+                    sizes: Iterator[int] | None, score: Callable[[list[str]], str]) -> str:
+    """Read the pending units of work (snippets, extraction units), claim them a batch at a time (`sizes`; None: all
+    at once) and score what was claimed (storing a batch releases its claims; a batch size is used up only by a batch
+    scored); again until nothing is pending, waiting while another live process holds the rest (its claims lapse when
+    it dies). A message if some failed on Ray."""
     step = None if sizes is None else next(sizes)
     while True:
-        pending = store.pending_ids(run_id)["snippet_id"].tolist()
+        pending = pending_ids()
         if not pending:
             return ""
         start, claimed_any = 0, False
         while start < len(pending):
             end = len(pending) if step is None else start + step
-            ids = store.claim_snippets(run_id, session, pending[start:end])
+            ids = claim(pending[start:end])
             start = end
             if not ids:
                 continue

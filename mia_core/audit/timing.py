@@ -39,10 +39,15 @@ class ModelSpeed:
     tokens_per_word: float
 
 
+def tokens_per_word(lm: LanguageModel) -> float:
+    """Tokens per word of English prose (`TIMING_TEXT`) under this model's tokenizer."""
+    return len(lm.tokenizer(TIMING_TEXT)["input_ids"]) / len(TIMING_TEXT.split())
+
+
 def timing_text(lm: LanguageModel, n_tokens: int = TIMING_TOKENS) -> str:
     """`TIMING_TEXT` repeated and cut to about `n_tokens` tokens of this model's tokenizer (whole words)."""
     words = TIMING_TEXT.split()
-    per_word = len(lm.tokenizer(TIMING_TEXT)["input_ids"]) / len(words)
+    per_word = tokens_per_word(lm)
     n_words = max(1, int(n_tokens / per_word))
     return " ".join(words[i % len(words)] for i in range(n_words))
 

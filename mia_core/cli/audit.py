@@ -2,20 +2,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import List, Optional
 
 import typer
 
 from ..audit.calibration import RULES
-from ..audit.extraction import extraction_evidence, finding
+from ..audit.extraction import ExtractionEvidence, finding
+from ..audit.extraction_runs import extraction_books, extraction_result, plan_extraction, run_extraction
 from ..audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from ..audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
 from ..audit.report import write_report
-from ..audit.sources import AuditInputs, Book, read_audit_inputs
+from ..audit.sources import AuditInputs, read_audit_inputs
 from ..extract import ExtractionSettings
 from ..limits import is_run_id
 from ..methods import get_method
 from ..model.options import ModelOptions, ModelRef
+from ..runs.extraction_units import UNIT_WINDOWS, ExtractionUnits
 from ..runs.ray_driver import WorkerError
 from ..runs.store import ResultsStore
 from .app import fail
@@ -121,9 +123,8 @@ def audit_books_cmd(
     except WorkerError as err:
         fail(f"job {run_id}: {err}")
     result = audit_result(results, run_id, settings)
-    if extraction_settings is not None:
-        result.extraction = extraction_evidence(lm, extraction_books(inputs), extraction_settings, ci=settings.ci,
-                                                progress=progress_bar("extraction (distinct windows)", "windows"))
+    if extraction_settings is not None:  # units of windows in the store: resumable, split by claims, on Ray too
+        result.extraction = extraction_step(results, ref, lm, inputs, extraction_settings, run_id, settings.ci, backend)
     paths = write_report(result, output_dir, lm, pdf=pdf)
     cal = result.calibration
     echo(f"calibration: AUROC {cal.auroc:.3f} [{cal.auroc_ci[0]:.3f}, {cal.auroc_ci[1]:.3f}], threshold "
@@ -139,10 +140,20 @@ def audit_books_cmd(
     echo(f"wrote {', '.join(str(p) for p in paths.values())}", err=True)
 
 
-def extraction_books(inputs: AuditInputs) -> Iterator[tuple[str, str, str]]:
-    """(name, role, text) of every audited, then every calibration book, read one at a time for the extraction pass."""
-    roles = {None: "audited", 1: "calibration member", 0: "calibration non-member"}
-    for source in (inputs.books, inputs.calibration):
-        for book in source:
-            if isinstance(book, Book):
-                yield book.name, roles[book.label], book.text
+def extraction_step(results: ResultsStore, ref: ModelRef, lm, inputs: AuditInputs, settings: ExtractionSettings,
+                    audit_run: str, ci: float, backend: Backend) -> ExtractionEvidence:
+    """Plan (or resume) the extraction run beside the audit, compute its pending units, read its figures."""
+    try:
+        x_run = plan_extraction(results, ref, lm, lambda: extraction_books(inputs), settings, audit_run=audit_run,
+                                backend=backend.name)
+    except ValueError as err:
+        fail(str(err))
+    done, total = ExtractionUnits(results.path).progress(x_run)
+    echo(f"extraction job {x_run}: {total} units of up to {UNIT_WINDOWS} windows"
+         + (f", {done} already computed (resuming)" if done else ""), err=True)
+    try:
+        run_extraction(results, x_run, ref, lm=lm, **backend.where(ref),
+                       progress=progress_bar("extraction", "units", done=done, total=total))
+    except WorkerError as err:
+        fail(f"extraction job {x_run}: {err}")
+    return extraction_result(results, x_run, ci=ci)

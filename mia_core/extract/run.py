@@ -55,13 +55,8 @@ def extract_texts(lm: LanguageModel, texts: Sequence[str], settings: ExtractionS
         raise ValueError(f"{sum(counts):,} windows to test, more than {MAX_WINDOWS:,} at once: raise the stride "
                          f"(now {settings.stride} tokens) or pass fewer texts at a time")
     fed = np.concatenate([layout.fed(np.arange(c)) for layout, c in zip(layouts, counts)])
-    if isinstance(lm, ComputesWindows):  # a served model: its server computes the windows
-        log10_pz, greedy = lm.extraction_windows(fed, prefix=settings.prefix, suffix=settings.suffix,
-                                                 top_k=settings.top_k, temperature=settings.temperature,
-                                                 n_lead=layouts[0].n_lead, progress=progress)
-    else:
-        log10_pz, greedy = window_log10_pz(lm.model, fed, settings, layouts[0].n_lead,
-                                           batch_tokens=batch_tokens or lm.auto_batch_tokens(), progress=progress)
+    log10_pz, greedy = fed_log10_pz(lm, fed, settings, layouts[0].n_lead, batch_tokens=batch_tokens,
+                                    progress=progress)
     bounds = np.cumsum(counts)[:-1]
     for i, layout, pz, flags in zip(todo, layouts, np.split(log10_pz, bounds), np.split(greedy, bounds)):
         spans = layout.spans()
@@ -70,6 +65,16 @@ def extract_texts(lm: LanguageModel, texts: Sequence[str], settings: ExtractionS
             arrays = {**spans, "log10_pz": pz, "greedy": flags.astype(np.int64)}
             lm.stats_cache.put_arrays(keys[i], arrays, {"kind": "extraction", "n_text_tokens": len(layout.ids)})
     return out  # type: ignore[return-value]
+
+
+def fed_log10_pz(lm: LanguageModel, fed: np.ndarray, settings: ExtractionSettings, n_lead: int, *,
+                 batch_tokens: int | None = None, progress: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(log10 p_z, greedy) of windows as fed (windows, width): the pass here, or by the server of a served model."""
+    if isinstance(lm, ComputesWindows):  # a served model: its server computes the windows
+        return lm.extraction_windows(fed, prefix=settings.prefix, suffix=settings.suffix, top_k=settings.top_k,
+                                     temperature=settings.temperature, n_lead=n_lead, progress=progress)
+    return window_log10_pz(lm.model, fed, settings, n_lead, batch_tokens=batch_tokens or lm.auto_batch_tokens(),
+                           progress=progress)
 
 
 def _cached(lm: LanguageModel, key: str, text: str, settings: ExtractionSettings) -> ExtractionResult | None:

@@ -31,6 +31,15 @@ CREATE TABLE IF NOT EXISTS scores (
     fingerprint VARCHAR, method VARCHAR, params VARCHAR, code_version VARCHAR, session VARCHAR,
     computed_at TIMESTAMP, PRIMARY KEY (run_id, snippet_id));
 CREATE TABLE IF NOT EXISTS problems (run_id VARCHAR, book VARCHAR, role VARCHAR, message VARCHAR);
+CREATE TABLE IF NOT EXISTS extraction_books (
+    run_id VARCHAR, book VARCHAR, role VARCHAR, label INTEGER, position INTEGER, n_text_tokens INTEGER, text VARCHAR,
+    PRIMARY KEY (run_id, book));
+CREATE TABLE IF NOT EXISTS extraction_units (
+    run_id VARCHAR, unit_id VARCHAR, book VARCHAR, position INTEGER, first_window INTEGER, n_windows INTEGER,
+    work BLOB, spans BLOB, PRIMARY KEY (run_id, unit_id));
+CREATE TABLE IF NOT EXISTS extraction_results (
+    run_id VARCHAR, unit_id VARCHAR, result BLOB, session VARCHAR, computed_at TIMESTAMP,
+    PRIMARY KEY (run_id, unit_id));
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS plan VARCHAR;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS heartbeat TIMESTAMP;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid INTEGER;
@@ -47,6 +56,10 @@ BASE_COLUMNS = {
                "code_version", "session", "computed_at"},
     "problems": {"run_id", "book", "role", "message"},
     "claims": {"run_id", "snippet_id", "session", "pid", "host", "claimed_at"},
+    # a book audit's extraction windows as units of work (`runs.extraction_units`)
+    "extraction_books": {"run_id", "book", "role", "label", "position", "n_text_tokens", "text"},
+    "extraction_units": {"run_id", "unit_id", "book", "position", "first_window", "n_windows", "work", "spans"},
+    "extraction_results": {"run_id", "unit_id", "result", "session", "computed_at"},
 }
 #: How long to keep retrying when another process holds the file.
 LOCK_WAIT_S = 30.0

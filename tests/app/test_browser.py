@@ -167,8 +167,56 @@ def test_audit_page_shows_a_run_made_outside_the_dashboard(server, store_path):
         page.locator(".mia-heatmap").first.scroll_into_view_if_needed()
         page.wait_for_timeout(500)
         page.screenshot(path=str(ARTIFACTS / "audit_drilldown.png"))
+        extraction_from_the_page(page, server, store_path.parent)
         browser.close()
     assert (ARTIFACTS / "audit_page.png").stat().st_size > 10_000
+    assert (ARTIFACTS / "audit_extraction.png").stat().st_size > 10_000
+
+
+#: The MIT license: copied into countless repositories, so a small model may reproduce parts of it word for word.
+MIT = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software and associated "
+       "documentation files (the \"Software\"), to deal in the Software without restriction, including without "
+       "limitation the rights to use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies of the "
+       "Software, and to permit persons to whom the Software is furnished to do so, subject to the following "
+       "conditions:\n\nThe above copyright notice and this permission notice shall be included in all copies or "
+       "substantial portions of the Software.\n\nTHE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND, "
+       "EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR "
+       "PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, "
+       "DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN "
+       "CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.\n")
+
+
+def extraction_from_the_page(page, server: str, folder: Path) -> None:
+    """A tiny audit started on the page with the Extraction box ticked: uploaded books (the MIT license to audit),
+    its cost told before it runs, then the report's extraction section on the page."""
+    from tests.support.tiny import random_texts
+
+    files = {"members.txt": " ".join(random_texts(12, seed=1)), "others.txt": " ".join(random_texts(12, seed=2)),
+             "mit-license.txt": MIT}
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    page.goto(f"{server}/audit", timeout=120_000)
+    page.get_by_text("Calibration books").wait_for(timeout=120_000)
+    for radio in ("audit_cal_choice", "audit_books_choice"):  # calibration, then the books to audit: uploads
+        page.locator(f".st-key-{radio}").get_by_text("Upload", exact=True).click()
+    page.locator('input[type="file"]').nth(2).wait_for(state="attached", timeout=60_000)
+    for i, name in enumerate(files):
+        page.locator('input[type="file"]').nth(i).set_input_files(str(folder / name))
+        page.get_by_text(name).first.wait_for(timeout=60_000)
+    words = page.get_by_role("spinbutton", name="Words per snippet")
+    words.fill("64")
+    words.press("Enter")
+    page.get_by_text("Extraction: can the model reproduce these books word for word?").click()
+    page.get_by_text("Extraction cost before it runs", exact=False).wait_for(timeout=120_000)
+    assert "within the" in page.get_by_text("Extraction cost before it runs", exact=False).inner_text()
+    page.get_by_role("button", name="Run audit").click()
+    heading = page.get_by_role("heading", name="Verbatim extraction")
+    heading.wait_for(timeout=300_000)
+    assert page.get_by_text("mit-license", exact=False).count() >= 1
+    heading.scroll_into_view_if_needed()
+    page.locator(".js-plotly-plot").filter(has_text="max log10 p_z").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(ARTIFACTS / "audit_extraction.png"), full_page=False)
 
 
 def pick_model(page, option: str) -> None:

@@ -49,7 +49,8 @@ def test_extraction_figures_per_book_match_the_api(tmp_path, model_dir):
     command = html.unescape(re.search(r"<td>repeat with</td><td>(.*?)</td>", report).group(1))
     assert "--extraction --prefix 8 --suffix 6 --stride 5 --top-k 5 --temperature 1" in command
     assert stdout.count(" extraction: ") == len(every)
-    result = audit_result(ResultsStore(tmp_path / "r.duckdb"), ResultsStore(tmp_path / "r.duckdb").runs()["run_id"][0])
+    store = ResultsStore(tmp_path / "r.duckdb")
+    result = audit_result(store, store.runs(kind="book-audit")["run_id"][0])
     result.extraction = extraction_evidence(lm, [(b.name, "audited", b.text) for b in every], settings)
     printed = report_html(result, lm, printed=True)  # the PDF's HTML: the table and findings, no script
     assert "<h2>Verbatim extraction</h2>" in printed and "<script" not in printed

@@ -1,4 +1,5 @@
-"""The Ray backend on a local Ray instance (2 CPUs, loopback): same scores as the local path, order, retries, CLI."""
+"""The Ray backend on a local Ray instance (2 CPUs, loopback): same scores as the local path, order, retries, CLI;
+an audit's extraction units computed by the actors."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +15,11 @@ import pytest
 import mia_core
 from mia_core.runs import ray_driver as ray_backend
 from mia_core.runs import ray_worker, stats_task
+from mia_core.audit.extraction import extraction_evidence
+from mia_core.audit.extraction_runs import book_extraction, extraction_result, plan_extraction, run_extraction
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
+from mia_core.extract import ExtractionSettings
+from mia_core.runs.extraction_units import ExtractionUnits
 from mia_core.audit.sources import Book
 from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
@@ -183,7 +188,8 @@ def test_cli_audit_and_score_on_the_cluster(cluster, driver_lm, model_dir, tmp_p
     store = tmp_path / "r.duckdb"
     proc = mia("audit-books", "--model", model_dir, "--calibration", tmp_path / "cal.csv", "--books", tmp_path / "books.csv",
                "--snippet-words", 20, "--n-boot", 200, "--output-dir", tmp_path / "out", "--store", store,
-               "--backend", "ray", "--ray-address", cluster, cache=tmp_path / "cli-cache", env={FAIL_ENV: "2"})
+               "--backend", "ray", "--ray-address", cluster, "--extraction", "--prefix", 12, "--suffix", 8,
+               "--stride", 4, "--top-k", 300, cache=tmp_path / "cli-cache", env={FAIL_ENV: "2"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "1 of 3 chunks failed on the Ray workers (first error: RuntimeError: failure drill" in proc.stderr
     assert "retrying them (attempt 2 of 2)" in proc.stderr  # and the run still completed
@@ -194,6 +200,16 @@ def test_cli_audit_and_score_on_the_cluster(cluster, driver_lm, model_dir, tmp_p
     direct = score_texts(driver_lm, texts.tolist(), ["min_k_pp"], k=0.2, long_text="truncate")["min_k_pp"]
     np.testing.assert_allclose(snippets["score"].to_numpy(), direct.to_numpy(), atol=1e-4, rtol=0)
     assert (tmp_path / "out" / "report.html").exists()
+    extraction = ResultsStore(store).runs(kind="book-extraction")  # its units computed by the actors too
+    assert extraction["backend"].tolist() == ["ray"] and extraction["status"].tolist() == ["done"]
+    books_x = [(b.name, "audited", b.text) for b in audit] + [
+        (b.name, "calibration member" if b.label else "calibration non-member", b.text) for b in calibration]
+    local_x = extraction_evidence(driver_lm, books_x, ExtractionSettings(prefix=12, suffix=8, stride=4, top_k=300))
+    shown = pd.read_csv(tmp_path / "out" / "extraction.csv")
+    assert shown["book"].tolist() == local_x.table["book"].tolist()
+    for column in ("extraction_windows", "share_pz_ge_0.001", "share_greedy", "passages"):
+        np.testing.assert_array_equal(shown[column].to_numpy(), local_x.table[column].to_numpy())
+    np.testing.assert_allclose(shown["max_log10_pz"], local_x.table["max_log10_pz"], rtol=0, atol=1e-6)
 
     texts = pd.DataFrame({"text": random_texts(12, seed=21)})
     texts.to_csv(tmp_path / "texts.csv", index=False)
@@ -220,3 +236,36 @@ def test_cli_errors_without_ray_or_with_an_unknown_backend(model_dir, tmp_path, 
     assert code == 2 and "error: --backend must be one of local, ray" in err
     code, _, err = run_cli(*common, "--ray-address", "127.0.0.1:1")
     assert code == 2 and "error: --ray-address and --ray-actors need --backend ray" in err
+
+
+def test_extraction_units_on_ray_actors_give_the_local_figures(cluster, driver_lm, model_dir, tmp_path, monkeypatch):
+    """Ray model actors compute an extraction run's units (one failing once, retried); the figures are the local
+    run's, every unit stored once."""
+    calibration, audit = library()
+    books = [(b.name, "audited", b.text) for b in audit] + [
+        (b.name, "calibration member" if b.label else "calibration non-member", b.text) for b in calibration]
+    settings = ExtractionSettings(prefix=12, suffix=8, stride=1, top_k=300)  # every p_z finite: numbers compared
+    local_store, ray_store = ResultsStore(tmp_path / "local.duckdb"), ResultsStore(tmp_path / "ray.duckdb")
+    local = book_extraction(local_store, ModelRef(str(model_dir)), driver_lm, lambda: books, settings)
+    run_id = plan_extraction(ray_store, ModelRef(str(model_dir)), driver_lm, lambda: books, settings, backend="ray")
+    _, planned = ExtractionUnits(ray_store.path).progress(run_id)
+    assert planned >= 6
+    passes = []
+    one_pass = ray_backend._one_pass
+    monkeypatch.setattr(ray_backend, "_one_pass", lambda ray, chunks, *a: passes.append(sorted(chunks)) or one_pass(ray, chunks, *a))
+    monkeypatch.setenv(FAIL_ENV, "1")  # unit 1's chunk fails on its first attempt, then is retried
+    computed = run_extraction(ray_store, run_id, ModelRef(str(model_dir)), backend="ray",
+                              ray_options=RayOptions(actors=2))
+    assert computed == planned and passes == [list(range(planned)), [1]]
+    assert ray_store.run(run_id)["backend"] == "ray"
+    on_ray = extraction_result(ray_store, run_id)
+    counts = ["book", "role", "extraction_windows", "passages", "passage_chars", "longest_passage_chars"]
+    pd.testing.assert_frame_equal(on_ray.table[counts], local.table[counts])
+    shares = [c for c in local.table.columns if c.startswith("share_") and not c.endswith("_ci")]
+    pd.testing.assert_frame_equal(on_ray.table[shares], local.table[shares])  # the same windows over each threshold
+    np.testing.assert_allclose(on_ray.table["max_log10_pz"], local.table["max_log10_pz"], rtol=0, atol=1e-6)
+    for name, _, _ in books:
+        _, pz_ray, greedy_ray, _ = ExtractionUnits(ray_store.path).book_windows(run_id, name)
+        _, pz_local, greedy_local, _ = ExtractionUnits(local_store.path).book_windows(run_id, name)
+        np.testing.assert_allclose(pz_ray, pz_local, rtol=0, atol=1e-6)  # float32 passes on other threads
+        np.testing.assert_array_equal(greedy_ray, greedy_local)
