@@ -27,8 +27,8 @@ def strip_figure(evidence: ExtractionEvidence) -> go.Figure:
     x = (np.arange(STRIP_BINS) + 0.5) * 100 / STRIP_BINS
     fig = go.Figure(go.Heatmap(
         z=z, x=x, y=labels, zmin=STRIP_FLOOR, zmax=0, colorscale="Viridis",
-        colorbar={"title": {"text": "max log10 p_z"}, "tickvals": [STRIP_FLOOR, -9, -6, -3, math.log10(0.5), 0],
-                  "ticktext": [f"≤ 1e{STRIP_FLOOR:.0f} or 0", "1e-9", "1e-6", "1e-3", "0.5", "1"]},
+        colorbar={"title": {"text": "max p_z"}, "tickvals": [STRIP_FLOOR, -9, -6, -3, 0],  # 0.5 would print over 1
+                  "ticktext": [f"≤ 1e{STRIP_FLOOR:.0f} or 0", "1e-9", "1e-6", "1e-3", "1"]},
         hovertemplate="%{y}<br>at %{x:.1f}% of the book<br>max log10 p_z %{z:.2f}<extra></extra>"))
     fig.update_layout(xaxis={"title": "position in the book (%)", "range": [0, 100]},
                       yaxis={"autorange": "reversed"}, height=max(220, 60 + 26 * len(names)),
