@@ -3,6 +3,7 @@ ReCaLL matrix, the EM loop written out), the update rule by hand, order independ
 from __future__ import annotations
 
 import json
+import random
 import warnings
 
 import numpy as np
@@ -10,12 +11,14 @@ import pandas as pd
 import pytest
 import torch
 
-from mia_core import get_method, load_model, score_texts
+from mia_core import LanguageModel, get_method, load_model, score_texts
 from mia_core.methods.em_mia import EmMiaParams, judged_texts
 from mia_core.methods.em_mia.iteration import em_iterations
+from mia_core.methods.em_mia.matrix import recall_matrix
+from mia_core.model.stats_cache import StatsCache
 
 from tests.support.cli_runner import run_cli
-from tests.support.tiny import random_texts, save_tiny_model
+from tests.support.tiny import random_texts, save_tiny_model, tiny_llama, train_causal_lm, word_tokenizer
 
 TEXTS = random_texts(6, seed=41, min_words=3, max_words=14)
 
@@ -86,6 +89,56 @@ def test_the_update_rule_by_hand():
     kept = em_iterations(r, np.arange(4), np.array([4.0, 3, 2, 1]), iterations=1, metric="auc_roc",
                          keep_diagonal=True)
     assert kept.prefix[0, 0] == pytest.approx(0.5)
+
+
+def test_the_update_ranks_members_higher_when_non_members_are_the_better_prefixes():
+    """EM-MIA's premise by hand, N = 6: members 0–2 are useless prefixes (constant rows: every AUC 0.5), non-members
+    3–5 good ones (R = 2 after them for members, 1 for non-members). m⁰ = (1, 1, 0, 1, 0, 0), median 0.5, so
+    y = (1, 1, 0, 1, 0, 0) has one error each way (init AUROC 6/9). Diagonal out:
+    f(0…2) = 0.5; f(3) on x = 0, 1, 2, 4, 5: R = (2, 2, 2, 1, 1), y = (1, 1, 0, 0, 0) → (2.5 + 2.5)/6 = 5/6;
+    f(4) on x = 0, 1, 2, 3, 5: R = (2, 2, 2, 1, 1), y = (1, 1, 0, 1, 0) → (1.5 + 1.5 + 0.5)/6 = 7/12; f(5) likewise.
+    m¹ = −f puts every member (−0.5) above every non-member; round 2 then splits exactly: f = (½, ½, ½, 1, 1, 1).
+    Pins both directions: a flipped AUC or a missing minus would rank the non-members first."""
+    r = np.ones((6, 6))
+    r[3:, :3] = 2.0
+    trace = em_iterations(r, np.arange(6), np.array([1.0, 1, 0, 1, 0, 0]), iterations=2, metric="auc_roc",
+                          keep_diagonal=False)
+    np.testing.assert_allclose(trace.prefix[0], [0.5, 0.5, 0.5, 5 / 6, 7 / 12, 7 / 12])
+    np.testing.assert_allclose(trace.membership[1], [-0.5, -0.5, -0.5, -1, -1, -1])
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    """A tiny Llama trained on 40 members packed two to a sequence (B + a + B + b; 10 shufflings), 40 held out.
+
+    Pretraining packs documents into one context, so a member is learnt after other members: a member prefix is
+    familiar context and barely moves a member's likelihood, a non-member prefix is not, which is the ReCaLL gap
+    EM-MIA looks for. The shared `membership` toy trains each text alone after B; there every prefix lowers the
+    members alike (mean ReCaLL AUROC 0.855 after a member, 0.845 after a non-member) and EM-MIA finds nothing.
+    """
+    tok = word_tokenizer()
+    texts = random_texts(80, seed=7)
+    members, nonmembers = texts[:40], texts[40:]
+    rng, train = random.Random(0), []
+    for _ in range(10):
+        order = rng.sample(members, len(members))
+        train += [tok.eos_token.join(order[i:i + 2]) for i in range(0, len(order), 2)]
+    model = train_causal_lm(tiny_llama(len(tok.get_vocab()), seed=1), tok, train, steps=200, lr=3e-3)
+    lm = LanguageModel(model, tok, name="tiny-packed", stats_cache=StatsCache(tmp_path_factory.mktemp("packed")))
+    return lm, members + nonmembers, np.r_[np.ones(40, dtype=bool), np.zeros(40, dtype=bool)]
+
+
+def test_members_score_higher_when_members_were_trained_packed(packed):
+    """Orientation, on a model where the premise holds (checked first): non-member prefixes separate the classes
+    better than member prefixes, and EM-MIA from `loss` then ranks the members higher (AUROC by pair counting)."""
+    lm, texts, members = packed
+    ratios, _ = recall_matrix(lm, lm.token_stats(texts), np.arange(len(texts)))
+    own = np.eye(len(texts), dtype=bool)
+    as_prefix = np.array([naive_auc(ratios[p][~own[p]], members[~own[p]]) for p in range(len(texts))])
+    assert as_prefix[~members].mean() > as_prefix[members].mean() + 0.05
+    values = score_texts(lm, texts, ["em_mia"])["em_mia"].to_numpy()
+    assert np.all(np.isfinite(values)) and values[members].mean() > values[~members].mean()
+    assert naive_auc(values, members) > 0.9
 
 
 def test_order_independence_and_details(llama_lm):
