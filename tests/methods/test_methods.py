@@ -147,13 +147,15 @@ def test_bad_names_and_parameters_are_clear(llama_lm):
         score("loss", llama_lm.token_stats(TEXTS[:1])[0], k=0.2)
 
 
-@pytest.mark.parametrize("name", sorted(m for m in METHODS if "classifier" not in METHODS[m].needs))
+@pytest.mark.parametrize("name", sorted(m for m in METHODS if "classifier" not in METHODS[m].needs and m != "em_mia"))
 def test_every_method_scores_members_higher(name, membership, request):
     """Orientation: on a model that memorised the members, every method ranks them higher.
 
     Supervised methods (a fitted classifier) are checked the same way in their own test module. N-gram coverage reads
     only sampled text, so it runs on the `memorising` model, which recites its members (the `membership` model copies
-    no run of 4 words: every score would be 0).
+    no run of 4 words: every score would be 0). EM-MIA is left out: its premise (member prefixes are worse ReCaLL
+    prefixes) does not hold on this toy, whose members were each trained alone; tests/methods/test_em_mia.py checks
+    its orientation on members trained packed, as pretraining is.
     """
     if name == "ngram_coverage":
         membership = request.getfixturevalue("memorising")
