@@ -214,7 +214,7 @@ def extraction_from_the_page(page, server: str, folder: Path) -> None:
     heading.wait_for(timeout=300_000)
     assert page.get_by_text("mit-license", exact=False).count() >= 1
     heading.scroll_into_view_if_needed()
-    page.locator(".js-plotly-plot").filter(has_text="max log10 p_z").first.wait_for(timeout=60_000)
+    page.locator(".js-plotly-plot").filter(has_text="max p_z").first.wait_for(timeout=60_000)
     page.wait_for_timeout(1500)
     page.screenshot(path=str(ARTIFACTS / "audit_extraction.png"), full_page=False)
 
@@ -249,8 +249,11 @@ def run_benchmark(page, per_class: str, run: str) -> None:
 
 
 def choose(page, label: str, option: str) -> None:
-    """Pick `option` in the Streamlit multiselect whose label is `label` (open it, click the option by its name)."""
-    page.locator('[data-testid="stMultiSelect"]').filter(has_text=label).first.locator("input").click()
+    """Pick `option` in the Streamlit multiselect whose label is `label` (open it, type the name: its list is drawn
+    only where it scrolls, so a long list may not hold the option until filtered; click the option by its name)."""
+    box = page.locator('[data-testid="stMultiSelect"]').filter(has_text=label).first.locator("input")
+    box.click()
+    box.fill(option)
     page.get_by_role("option", name=option, exact=True).click()
     page.keyboard.press("Escape")
     page.wait_for_timeout(500)
