@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterator
 
+from ..runs.ray_driver import WorkerError
 from ..runs.store import ResultsStore
 
 #: Seconds between two looks at a run whose pending snippets another live process has claimed (see `runs.claims`).
@@ -54,3 +55,21 @@ def compute_claimed(pending_ids: Callable[[], list[str]], claim: Callable[[list[
             step = None if sizes is None else next(sizes)
         if not claimed_any:
             time.sleep(CLAIM_POLL_S)
+
+
+def run_claimed(store: ResultsStore, run_id: str, claimed: Callable[[], str], release: Callable[[], None],
+                done: str) -> None:
+    """Run a claim loop (`compute_claimed`) under the run's status: "interrupted" with the error when it stops,
+    "failed" (`WorkerError`) when Ray chunks still failed, else "scored" with `done`; the session's claims are
+    released however it ends."""
+    try:
+        failed = claimed()
+    except BaseException as err:
+        store.set_status(run_id, "interrupted", f"{type(err).__name__}: {err}"[:500])
+        raise
+    finally:
+        release()
+    if failed:
+        store.set_status(run_id, "failed", failed[:500])
+        raise WorkerError(failed)
+    store.set_status(run_id, "scored", done)

@@ -28,10 +28,10 @@ from ..model.options import ModelRef
 from ..runs import ray_driver
 from ..runs.backends import check_backend
 from ..runs.extraction_units import KIND, UNIT_WINDOWS, ExtractionUnits, unit_rows
-from ..runs.ray_driver import RayOptions, WorkerError
+from ..runs.ray_driver import RayOptions
 from ..runs.store import SNIPPET_COLUMNS, ResultsStore, RunRecord
 from ..version import code_version
-from .batches import compute_claimed
+from .batches import compute_claimed, run_claimed
 from .extraction import ExtractionEvidence, book_row, strip
 from .sources import AuditInputs, Book
 
@@ -159,19 +159,10 @@ def run_extraction(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Lan
             commit(unit_id, *unit_log10_pz(lm, work, settings))
         return ""
 
-    try:
-        sizes = None if backend == "ray" else iter(lambda: LOCAL_CLAIM_UNITS, None)
-        failed = compute_claimed(lambda: units.pending_ids(run_id), lambda ids: units.claim(run_id, session, ids),
-                                 sizes, compute)
-    except BaseException as err:
-        store.set_status(run_id, "interrupted", f"{type(err).__name__}: {err}"[:500])
-        raise
-    finally:
-        units.release(run_id, session)
-    if failed:
-        store.set_status(run_id, "failed", failed[:500])
-        raise WorkerError(failed)
-    store.set_status(run_id, "scored", f"{total} of {total} extraction units computed")
+    sizes = None if backend == "ray" else iter(lambda: LOCAL_CLAIM_UNITS, None)
+    run_claimed(store, run_id, lambda: compute_claimed(lambda: units.pending_ids(run_id),
+                                                       lambda ids: units.claim(run_id, session, ids), sizes, compute),
+                lambda: units.release(run_id, session), f"{total} of {total} extraction units computed")
     return written
 
 

@@ -19,11 +19,11 @@ from ..model.language_model import LanguageModel
 from ..model.options import ModelRef
 from ..runs import ray_driver
 from ..runs.backends import check_backend
-from ..runs.ray_driver import RayOptions, WorkerError
+from ..runs.ray_driver import RayOptions
 from ..runs.store import ResultsStore
 from ..scoring import score_table
 from ..version import code_version
-from .batches import batch_sizes, score_claimed
+from .batches import batch_sizes, run_claimed, score_claimed
 from .books import analyse_books
 from .extraction import ExtractionEvidence
 from .calibration import Calibration, calibrate
@@ -116,18 +116,9 @@ def run_scoring(store: ResultsStore, run_id: str, model: ModelRef, *, lm: Langua
         commit(ids, score_snippets(lm, store.snippet_texts(run_id, ids).tolist(), settings))  # texts per batch
         return ""
 
-    try:
-        sizes = None if backend == "ray" else batch_sizes(first_batch or settings.batch_snippets, settings.batch_snippets)
-        failed = score_claimed(store, run_id, session, sizes, score)
-    except BaseException as err:
-        store.set_status(run_id, "interrupted", f"{type(err).__name__}: {err}"[:500])
-        raise
-    finally:
-        store.release_claims(run_id, session)
-    if failed:
-        store.set_status(run_id, "failed", failed[:500])
-        raise WorkerError(failed)
-    store.set_status(run_id, "scored", f"{total} of {total} snippets scored")
+    sizes = None if backend == "ray" else batch_sizes(first_batch or settings.batch_snippets, settings.batch_snippets)
+    run_claimed(store, run_id, lambda: score_claimed(store, run_id, session, sizes, score),
+                lambda: store.release_claims(run_id, session), f"{total} of {total} snippets scored")
     return written
 
 
