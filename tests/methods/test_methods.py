@@ -115,7 +115,8 @@ def test_score_texts_table_equals_per_text_scores(llama_lm, gpt2_lm, tmp_path):
     path = tmp_path / "freq.npz"
     table.save(path)
     unsupervised = [m for m in METHODS if "classifier" not in METHODS[m].needs
-                    and "ref_same_token_stats" not in METHODS[m].needs]  # those need a reference with our tokenizer
+                    and "ref_same_token_stats" not in METHODS[m].needs  # those need a reference with our tokenizer
+                    and m != "ngram_coverage"]  # refuses texts whose suffix is shorter than a run (its own tests)
     helpers = {"shots_nonmembers": random_texts(3, seed=2), "shots_members": random_texts(3, seed=3),
                "reference": random_texts(8, seed=4)}
     df = score_texts(llama_lm, TEXTS, unsupervised, k=0.3, ref_model=gpt2_lm, freq=path, a=0.05, n_samples=2,
