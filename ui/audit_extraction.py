@@ -76,8 +76,9 @@ def extraction_ui(spec: str | None, calibration: Source | None, books: Source | 
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def cached_evidence(x_run: str, done: int, ci: float) -> ExtractionEvidence:
-    """A finished extraction run's figures (recomputed only when its stored units change)."""
+def cached_evidence(x_run: str, done: int, status: str, ci: float) -> ExtractionEvidence:
+    """A finished extraction run's figures (recomputed only when its stored units or its status change: read once
+    it is "scored", the read marks it "done", even if the page read its last units before the job said so)."""
     return extraction_result(results_store(), x_run, ci=ci)
 
 
@@ -117,7 +118,7 @@ def extraction_results_ui(run_id: str, ci: float) -> ExtractionEvidence | None:
         st.markdown("**Verbatim extraction**")
         pending_ui(run_id, x_run)
         return None
-    evidence = cached_evidence(x_run, done, ci)
+    evidence = cached_evidence(x_run, done, results_store().run(x_run)["status"], ci)
     before, after = extraction_section(evidence, FIGURE_MARK).split(FIGURE_MARK)
     st.html(before)
     st.plotly_chart(strip_figure(evidence), key="audit_extraction_strip")
