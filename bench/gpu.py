@@ -57,7 +57,7 @@ from mia_core.fitting import FitSplit, fit_supervised  # noqa: E402
 from mia_core.inputs.demo_sources import first_words, play_files, play_text, wiki_paragraphs  # noqa: E402
 from mia_core.methods.gds.features import GdsSettings, features_loop, gradient_features  # noqa: E402
 from mia_core.methods.infilling.engine import fed_ids, plan_branches, primed_fast, primed_reference  # noqa: E402
-from mia_core.model import forward, loading  # noqa: E402
+from mia_core.model import forward, loading, pipeline  # noqa: E402
 from mia_core.model.forward import Segment, pack_batches, pad_right  # noqa: E402
 from mia_core.model.language_model import LanguageModel  # noqa: E402
 from mia_core.model.stats_cache import StatsCache  # noqa: E402
@@ -469,12 +469,16 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", default=os.environ.get("OUT", "bench-gpu-out"))
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--no-own-mask", action="store_true",
+                        help="padded batches take transformers' 2-D mask (its check waits for the device), to compare")
     args = parser.parse_args()
+    if args.no_own_mask:
+        pipeline.takes_own_mask = lambda model: False
     args.models = args.models.split(",")
     device = loading.resolve_device(args.device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    info = versions(device)
+    info = {**versions(device), "own_mask": not args.no_own_mask}
     rates = ceilings(device, args.smoke)
     info.update(rates)
     log(json.dumps(info))
