@@ -30,8 +30,10 @@ PLAIN_HEAD_TYPES = frozenset(
 #: Rows of logits computed per head matmul: the head's weight (vocab × hidden) is streamed once per
 #: chunk, so chunks must be large; the scratch is bounded by rows × vocab × 4 bytes (100 MB at 49k).
 HEAD_CHUNK_ROWS = 512
-#: Rows reduced at once: small enough for the float32 temporaries to stay in the CPU's cache.
+#: Rows reduced at once on the CPU: at least this many, and as many as fit `REDUCE_CHUNK_ELEMENTS` float32 logits
+#: (2 MiB: the temporaries stay in the CPU's cache, and a narrow vocabulary is not reduced 64 rows per call).
 REDUCE_CHUNK_ROWS = 64
+REDUCE_CHUNK_ELEMENTS = 1 << 19
 #: The statistics a batch yields: floating-point ones (float32; float64 for float64 models), then the integer ones.
 FLOAT_STATS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
 INT_STATS = ("top1_id", "rank")
@@ -154,7 +156,10 @@ def reduce_rows(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.
         logits = logits.float()
     if USE_FUSED_REDUCTION and logits.dtype == torch.float32 and fused_available(logits.device):
         return fused_reduce(logits, targets)
-    step = REDUCE_CHUNK_ROWS if logits.device.type == "cpu" else max(REDUCE_CHUNK_ROWS, logits.shape[0] // 4)
+    if logits.device.type == "cpu":
+        step = max(REDUCE_CHUNK_ROWS, REDUCE_CHUNK_ELEMENTS // max(1, logits.shape[1]))
+    else:
+        step = max(REDUCE_CHUNK_ROWS, logits.shape[0] // 4)
     parts: dict[str, list[torch.Tensor]] = {}
     for sub in range(0, logits.shape[0], step):
         for key, value in reduce_logits(logits[sub : sub + step], targets[sub : sub + step]).items():

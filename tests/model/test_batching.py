@@ -156,6 +156,25 @@ def test_head_logits_on_cpu_are_the_float32_linear_head(llama_lm):
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("vocab", [300, 1000, 49152])
+def test_cpu_reduction_chunks_by_the_vocabulary_width_and_gives_the_same_bits_as_64_rows_at_a_time(monkeypatch, vocab):
+    step = max(64, forward.REDUCE_CHUNK_ELEMENTS // vocab)
+    rows = 2 * step + 5  # two whole chunks and a short one
+    logits = torch.randn(rows, vocab, generator=torch.Generator().manual_seed(vocab)) * 4
+    targets = torch.randint(0, vocab, (rows,), generator=torch.Generator().manual_seed(1))
+    calls = []
+    real = forward.reduce_logits
+    monkeypatch.setattr(forward, "reduce_logits", lambda x, t: calls.append(len(x)) or real(x, t))
+    got = forward.reduce_rows(logits, targets)
+    assert calls == [step, step, 5]
+    calls.clear()
+    monkeypatch.setattr(forward, "REDUCE_CHUNK_ELEMENTS", 0)  # the rule before: 64 rows at a time
+    before = forward.reduce_rows(logits, targets)
+    assert set(calls[:-1]) == {64}
+    for name in FIELDS:
+        assert torch.equal(got[name], before[name]), name
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the half-precision head path runs on CUDA (bench/gpu.py, README)")
 def test_bf16_head_on_cuda_is_a_float32_head():
     torch.manual_seed(0)
