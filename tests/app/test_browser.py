@@ -1,29 +1,18 @@
 """A real browser: headless Chromium loads the running dashboard, scores a text, and we keep a screenshot."""
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from mia_core.audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
+from tests.support.dashboard import ROOT, running_dashboard
 
-ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -34,26 +23,9 @@ def store_path(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(store_path):
-    """The dashboard on a free port; no file watcher (files edited meanwhile must not rerun the pages), its output
-    in a log file beside the store (an unread pipe would block the server once full)."""
-    port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MIA_LENS_STORE": str(store_path)}
-    log = (store_path.parent / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.5)
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=20)
-    log.close()
+    """The dashboard on a free port (`tests.support.dashboard`), its output in a log file beside the store."""
+    with running_dashboard({"MIA_LENS_STORE": str(store_path)}, store_path.parent / "server.log") as url:
+        yield url
 
 
 def test_explore_page_in_chromium(server):

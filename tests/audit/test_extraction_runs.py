@@ -24,7 +24,7 @@ from mia_core.runs.extraction_units import UNIT_WINDOWS, ExtractionUnits
 from mia_core.runs.store import ResultsStore
 
 from tests.support.store_poll import wait_units
-from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
+from tests.support.tiny import random_texts
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Every window of these books, one token apart, is its own prefix of 12 and suffix of 8 tokens; the whole
@@ -32,15 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ExtractionSettings(prefix=12, suffix=8, stride=1, top_k=300)
 #: Narrower windows for the runs of several processes: a unit of 256 costs a few thousand tokens fed.
 QUICK = ExtractionSettings(prefix=6, suffix=4, stride=1, top_k=300)
-
-
-@pytest.fixture
-def model_dir(tmp_path):
-    folder = tmp_path / "tiny-model"
-    tok = tiny_tokenizer(300)
-    tiny_llama(len(tok), seed=0).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
 
 
 def library(n_words: int) -> list[tuple[str, str, str]]:

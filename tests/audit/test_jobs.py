@@ -22,7 +22,7 @@ from mia_core.scoring import score_texts
 
 from tests.support.cli_runner import run_cli
 from tests.support.store_poll import wait_scored
-from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
+from tests.support.tiny import random_texts
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = AuditSettings(method="min_k_pp", params={"k": 0.2}, snippet_words=20, n_boot=300, batch_snippets=4)
@@ -130,15 +130,6 @@ def test_snippet_heatmap_only_for_methods_scored_from_the_statistics(library):
     assert 'class="mia-heatmap"' in heatmap and 'id="top-1"' in heatmap and "centre 0.00" in heatmap
     for method in ("lowercase", "dc_pdd", "infilling"):  # they need more than the statistics (a CLI run may use them)
         assert snippet_heatmap(lm, text, AuditSettings(method=method, params={}), "top") is None
-
-
-@pytest.fixture
-def model_dir(tmp_path):
-    folder = tmp_path / "tiny-model"
-    tok = tiny_tokenizer(300)
-    tiny_llama(len(tok), seed=0).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
 
 
 def write_library(folder: Path) -> tuple[Path, Path]:

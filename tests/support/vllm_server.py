@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -27,6 +26,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from mia_core.model.identity import file_sha256
 from mia_core.model.lora import ADAPTER_FILE
 from mia_core.paths import cache_root
+
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_VENV = ROOT / ".venv-vllm"
@@ -69,13 +70,6 @@ def merged_folder(base: Path, adapter: Path) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def server_env() -> dict[str, str]:
