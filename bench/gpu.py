@@ -334,6 +334,10 @@ def part_correctness(args, device, tmp: Path) -> dict:
             plain = lm.token_stats(texts, cache=False)
             forward.USE_FUSED_REDUCTION = True
             out[f"fused_vs_torch_reduction/{dtype}"] = stat_diff(by_dtype[dtype], plain)
+            taken, pipeline.takes_own_mask = pipeline.takes_own_mask, lambda model: False
+            transformers_mask = lm.token_stats(texts, cache=False)  # padded batches with the 2-D mask
+            pipeline.takes_own_mask = taken
+            out[f"own_mask_vs_2d_mask/{dtype}"] = stat_diff(by_dtype[dtype], transformers_mask)  # 0 expected
         del lm
     out["bf16_vs_float64"] = stat_diff(by_dtype["bfloat16"], by_dtype["float64"])
     out["float32_vs_float64"] = stat_diff(by_dtype["float32"], by_dtype["float64"])
