@@ -103,3 +103,25 @@ def test_the_pipeline_builds_its_own_mask_only_on_cuda_by_default(llama_lm, monk
     assert calls == []  # CPU: nothing to overlap, transformers' path as before
     list(pipeline.iter_batches(llama_lm.model, segments, batch_tokens=10_000, own_mask=True))
     assert calls == [1]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the mask's point is CUDA (run on the GPU machine)")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("model_type", ["llama", "gpt_neox"])
+def test_on_cuda_the_mask_built_on_the_device_gives_the_statistics_of_transformers_mask(model_type, dtype):
+    model = tiny(model_type).to("cuda", dtype)
+    generator = np.random.default_rng(7)
+    segments = [Segment(i, generator.integers(3, 300, int(n)).tolist(), 1)
+                for i, n in enumerate(generator.integers(2, 120, 40))]
+
+    def run(own: bool):
+        out = {}
+        for batch in pipeline.iter_batches(model, segments, batch_tokens=1024, own_mask=own):
+            out.update(zip(batch.indices, batch.stats))
+        return out
+
+    assert own_mask.takes_own_mask(model)
+    plain, built = run(False), run(True)
+    for i in range(len(segments)):
+        for name in FLOAT_STATS + INT_STATS:
+            np.testing.assert_array_equal(built[i][name], plain[i][name])
