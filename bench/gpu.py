@@ -334,10 +334,10 @@ def part_correctness(args, device, tmp: Path) -> dict:
             plain = lm.token_stats(texts, cache=False)
             forward.USE_FUSED_REDUCTION = True
             out[f"fused_vs_torch_reduction/{dtype}"] = stat_diff(by_dtype[dtype], plain)
-            taken, pipeline.takes_own_mask = pipeline.takes_own_mask, lambda model: False
+            taken, pipeline.takes_device_mask = pipeline.takes_device_mask, lambda model: False
             transformers_mask = lm.token_stats(texts, cache=False)  # padded batches with the 2-D mask
-            pipeline.takes_own_mask = taken
-            out[f"own_mask_vs_2d_mask/{dtype}"] = stat_diff(by_dtype[dtype], transformers_mask)  # 0 expected
+            pipeline.takes_device_mask = taken
+            out[f"device_mask_vs_2d_mask/{dtype}"] = stat_diff(by_dtype[dtype], transformers_mask)  # 0 expected
         del lm
     out["bf16_vs_float64"] = stat_diff(by_dtype["bfloat16"], by_dtype["float64"])
     out["float32_vs_float64"] = stat_diff(by_dtype["float32"], by_dtype["float64"])
@@ -473,16 +473,16 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", default=os.environ.get("OUT", "bench-gpu-out"))
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--no-own-mask", action="store_true",
+    parser.add_argument("--no-device-mask", action="store_true",
                         help="padded batches take transformers' 2-D mask (its check waits for the device), to compare")
     args = parser.parse_args()
-    if args.no_own_mask:
-        pipeline.takes_own_mask = lambda model: False
+    if args.no_device_mask:
+        pipeline.takes_device_mask = lambda model: False
     args.models = args.models.split(",")
     device = loading.resolve_device(args.device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    info = {**versions(device), "own_mask": not args.no_own_mask}
+    info = {**versions(device), "device_mask": not args.no_device_mask}
     rates = ceilings(device, args.smoke)
     info.update(rates)
     log(json.dumps(info))

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from .forward import FLOAT_STATS, INT_STATS, Segment, batch_arrays, batch_stats, pack_batches, plain_head
-from .own_mask import causal_padding_mask, takes_own_mask
+from .device_mask import causal_padding_mask, takes_device_mask
 from .placement import input_device
 
 #: Batches launched on a CUDA device beyond the one the host is finishing (1: the device always has the next).
@@ -75,14 +75,14 @@ def _to_host(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _launch(model: nn.Module, split, segments: list[Segment], indices: list[int], pad_id: int,
-            device: torch.device, own_mask: bool = False) -> _Launched:
+            device: torch.device, device_mask: bool = False) -> _Launched:
     """Queue one batch's forward pass, reduction and copy back; on CUDA this returns before the device is done.
 
-    own_mask : pass a padded batch's 4-D mask built on the device (`own_mask`), so nothing is read back.
+    device_mask : pass a padded batch's 4-D mask built on the device (`device_mask`), so nothing is read back.
     """
     arrays = batch_arrays([segments[i] for i in indices], pad_id)
     ids, mask, rows, targets = (_to_device(a, device) for a in (arrays.ids, arrays.mask, arrays.rows, arrays.targets))
-    if own_mask and not arrays.mask.all():
+    if device_mask and not arrays.mask.all():
         mask = causal_padding_mask(mask)
     floats, ints = batch_stats(model, split, ids, mask, rows, targets)
     ready, out_device = None, floats.device  # the last device of a model sharded across GPUs
@@ -132,7 +132,7 @@ def iter_batches(
     progress: Progress | None = None,
     min_batch_tokens: int = 1,
     lookahead: int | None = None,
-    own_mask: bool | None = None,
+    device_mask: bool | None = None,
 ) -> Iterator[FinishedBatch]:
     """Statistics of the scored tokens of every segment, batch by batch as the batches finish (longest first).
 
@@ -141,15 +141,15 @@ def iter_batches(
     progress : called as progress(tokens fed so far, all tokens) after each batch.
     lookahead : batches launched beyond the one being finished (default `LOOKAHEAD` on CUDA, 0 elsewhere: on the
         CPU a launch computes, so launching early would only hold a second batch's statistics for nothing).
-    own_mask : build padded batches' attention masks on the device (`own_mask`; default on CUDA where the model
+    device_mask : build padded batches' attention masks on the device (`device_mask`; default on CUDA where the model
         takes it: there transformers' own check of the mask would make each launch wait for the device).
     """
     device = input_device(model)
     split = plain_head(model)
     if lookahead is None:
         lookahead = LOOKAHEAD if device.type == "cuda" else 0
-    if own_mask is None:
-        own_mask = device.type == "cuda" and takes_own_mask(model)
+    if device_mask is None:
+        device_mask = device.type == "cuda" and takes_device_mask(model)
     total = sum(len(s.ids) for s in segments)
     finished: set[int] = set()
     done, budget, left = 0, batch_tokens, list(range(len(segments)))
@@ -168,7 +168,7 @@ def iter_batches(
         try:
             batches = pack_batches([segments[i] for i in left], budget)
             for batch in split_tail(batches) if lookahead else batches:
-                in_flight.append(_launch(model, split, segments, [left[j] for j in batch], pad_id, device, own_mask))
+                in_flight.append(_launch(model, split, segments, [left[j] for j in batch], pad_id, device, device_mask))
                 if len(in_flight) > lookahead:
                     yield finish(in_flight.popleft())
             while in_flight:

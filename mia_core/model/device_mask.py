@@ -18,13 +18,13 @@ from torch import nn
 
 #: Architectures whose SDPA attention is causal over the whole sequence and whose positions do not come from the
 #: mask (OPT's do; Mistral, Qwen and Phi-3 may slide a window), checked one by one against the 2-D mask.
-OWN_MASK_TYPES = frozenset({"llama", "gpt_neox", "olmo", "olmo2", "phi", "stablelm", "gpt2"})
+DEVICE_MASK_TYPES = frozenset({"llama", "gpt_neox", "olmo", "olmo2", "phi", "stablelm", "gpt2"})
 
 
-def takes_own_mask(model: nn.Module) -> bool:
+def takes_device_mask(model: nn.Module) -> bool:
     """Whether this model computes the same numbers from `causal_padding_mask` as from its 2-D padding mask."""
     config = getattr(model, "config", None)
-    return (getattr(config, "model_type", None) in OWN_MASK_TYPES
+    return (getattr(config, "model_type", None) in DEVICE_MASK_TYPES
             and getattr(config, "_attn_implementation", None) == "sdpa")
 
 

@@ -1,4 +1,4 @@
-"""A padded batch's mask built on the device (`own_mask`): the same numbers as transformers' own mask, bit for bit,
+"""A padded batch's mask built on the device (`device_mask`): the same numbers as transformers' own mask, bit for bit,
 for every architecture that takes it, and transformers' check of the mask (a read-back on CUDA) is never reached."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, masking_utils
 
-from mia_core.model import forward, own_mask, pipeline
+from mia_core.model import device_mask, forward, pipeline
 from mia_core.model.forward import FLOAT_STATS, INT_STATS, Segment
 
 from tests.support.tiny import random_texts
@@ -33,27 +33,27 @@ def padded_batch(lengths=(20, 13, 7, 2)):
     return ids * mask, mask
 
 
-@pytest.mark.parametrize("model_type", sorted(own_mask.OWN_MASK_TYPES))
+@pytest.mark.parametrize("model_type", sorted(device_mask.DEVICE_MASK_TYPES))
 def test_each_architecture_gives_the_same_logits_and_statistics_from_the_mask_built_on_the_device(model_type):
     model = tiny(model_type)
-    assert own_mask.takes_own_mask(model)
+    assert device_mask.takes_device_mask(model)
     ids, mask = padded_batch()
     with torch.inference_mode():
         plain = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-        built = model(input_ids=ids, attention_mask=own_mask.causal_padding_mask(mask), use_cache=False).logits
+        built = model(input_ids=ids, attention_mask=device_mask.causal_padding_mask(mask), use_cache=False).logits
     assert torch.equal(plain, built)
     arrays = forward.batch_arrays([Segment(b, row[: n].tolist(), 1) for b, (row, n) in enumerate(zip(ids, mask.sum(1)))])
     assert np.array_equal(arrays.ids, ids.numpy())
     rows, targets = torch.from_numpy(arrays.rows), torch.from_numpy(arrays.targets)
     split = forward.plain_head(model)
     a = forward.batch_stats(model, split, ids, mask, rows, targets)
-    b = forward.batch_stats(model, split, ids, own_mask.causal_padding_mask(mask), rows, targets)
+    b = forward.batch_stats(model, split, ids, device_mask.causal_padding_mask(mask), rows, targets)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
 
 
 def test_the_mask_is_causal_and_stops_at_each_rows_last_token():
     _, mask = padded_batch((4, 2))
-    built = own_mask.causal_padding_mask(mask)
+    built = device_mask.causal_padding_mask(mask)
     assert built.shape == (2, 1, 4, 4) and built.dtype == torch.bool
     for b, n in enumerate((4, 2)):
         for t in range(4):
@@ -61,20 +61,20 @@ def test_the_mask_is_causal_and_stops_at_each_rows_last_token():
 
 
 def test_models_that_slide_a_window_or_attend_eagerly_keep_transformers_mask():
-    assert not own_mask.takes_own_mask(tiny("llama", attn="eager"))
+    assert not device_mask.takes_device_mask(tiny("llama", attn="eager"))
     config = AutoConfig.for_model("mistral", **SMALL, num_key_value_heads=4, sliding_window=8)
-    assert not own_mask.takes_own_mask(AutoModelForCausalLM.from_config(config, attn_implementation="sdpa"))
-    assert not own_mask.takes_own_mask(torch.nn.Linear(2, 2))
+    assert not device_mask.takes_device_mask(AutoModelForCausalLM.from_config(config, attn_implementation="sdpa"))
+    assert not device_mask.takes_device_mask(torch.nn.Linear(2, 2))
 
 
-def test_the_pipeline_with_its_own_mask_gives_the_same_statistics_and_never_asks_transformers_to_check_it(
+def test_the_pipeline_with_its_device_mask_gives_the_same_statistics_and_never_asks_transformers_to_check_it(
         llama_lm, monkeypatch):
     segments = [Segment(i, llama_lm.fed_ids(t), 1) for i, t in enumerate(random_texts(25, seed=5, max_words=40))]
     segments.append(Segment(25, segments[0].ids, 1))  # so one batch may be unpadded: two rows of the same length
 
     def run(own: bool):
         out = {}
-        for batch in pipeline.iter_batches(llama_lm.model, segments, batch_tokens=200, own_mask=own):
+        for batch in pipeline.iter_batches(llama_lm.model, segments, batch_tokens=200, device_mask=own):
             out.update(zip(batch.indices, batch.stats))
         return out
 
@@ -95,13 +95,13 @@ def test_the_pipeline_with_its_own_mask_gives_the_same_statistics_and_never_asks
             np.testing.assert_array_equal(built[i][name], plain[i][name])
 
 
-def test_the_pipeline_builds_its_own_mask_only_on_cuda_by_default(llama_lm, monkeypatch):
+def test_the_pipeline_builds_its_device_mask_only_on_cuda_by_default(llama_lm, monkeypatch):
     calls = []
-    monkeypatch.setattr(pipeline, "causal_padding_mask", lambda m: calls.append(1) or own_mask.causal_padding_mask(m))
+    monkeypatch.setattr(pipeline, "causal_padding_mask", lambda m: calls.append(1) or device_mask.causal_padding_mask(m))
     segments = [Segment(i, llama_lm.fed_ids(t), 1) for i, t in enumerate(random_texts(6, seed=6))]
     list(pipeline.iter_batches(llama_lm.model, segments, batch_tokens=10_000))
     assert calls == []  # CPU: nothing to overlap, transformers' path as before
-    list(pipeline.iter_batches(llama_lm.model, segments, batch_tokens=10_000, own_mask=True))
+    list(pipeline.iter_batches(llama_lm.model, segments, batch_tokens=10_000, device_mask=True))
     assert calls == [1]
 
 
@@ -116,11 +116,11 @@ def test_on_cuda_the_mask_built_on_the_device_gives_the_statistics_of_transforme
 
     def run(own: bool):
         out = {}
-        for batch in pipeline.iter_batches(model, segments, batch_tokens=1024, own_mask=own):
+        for batch in pipeline.iter_batches(model, segments, batch_tokens=1024, device_mask=own):
             out.update(zip(batch.indices, batch.stats))
         return out
 
-    assert own_mask.takes_own_mask(model)
+    assert device_mask.takes_device_mask(model)
     plain, built = run(False), run(True)
     for i in range(len(segments)):
         for name in FLOAT_STATS + INT_STATS:
