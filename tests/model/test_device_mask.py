@@ -97,7 +97,8 @@ def test_the_pipeline_with_its_device_mask_gives_the_same_statistics_and_never_a
 
 def test_the_pipeline_builds_its_device_mask_only_on_cuda_by_default(llama_lm, monkeypatch):
     calls = []
-    monkeypatch.setattr(pipeline, "causal_padding_mask", lambda m: calls.append(1) or device_mask.causal_padding_mask(m))
+    real = device_mask.causal_padding_mask
+    monkeypatch.setattr(pipeline, "causal_padding_mask", lambda m: calls.append(1) or real(m))
     segments = [Segment(i, llama_lm.fed_ids(t), 1) for i, t in enumerate(random_texts(6, seed=6))]
     list(pipeline.iter_batches(llama_lm.model, segments, batch_tokens=10_000))
     assert calls == []  # CPU: nothing to overlap, transformers' path as before
