@@ -42,7 +42,8 @@ def test_each_architecture_gives_the_same_logits_and_statistics_from_the_mask_bu
         plain = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
         built = model(input_ids=ids, attention_mask=device_mask.causal_padding_mask(mask), use_cache=False).logits
     assert torch.equal(plain, built)
-    arrays = forward.batch_arrays([Segment(b, row[: n].tolist(), 1) for b, (row, n) in enumerate(zip(ids, mask.sum(1)))])
+    rows_ids = [row[:n].tolist() for row, n in zip(ids, mask.sum(1))]
+    arrays = forward.batch_arrays([Segment(b, row, 1) for b, row in enumerate(rows_ids)])
     assert np.array_equal(arrays.ids, ids.numpy())
     rows, targets = torch.from_numpy(arrays.rows), torch.from_numpy(arrays.targets)
     split = forward.plain_head(model)
