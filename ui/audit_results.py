@@ -17,7 +17,8 @@ from mia_core.audit.jobs import AuditResult, AuditSettings, audit_result
 from mia_core.audit.plain_words import book_paragraph
 from mia_core.audit.provenance import book_digests, run_facts
 from mia_core.audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
-from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, report_pdf, snippet_heatmap
+from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_html, report_pdf
+from mia_core.audit.report_snippets import snippet_heatmap
 from mia_core.csv_safe import to_csv_safe
 from mia_core.demo.ground_truth import adapter_training_plays, demo_book_truth
 from ui.audit_extraction import extraction_results_ui

@@ -15,13 +15,10 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from ..csv_safe import to_csv_safe
-from ..heatmap import heatmap_html, make_panel
 from ..names import html_text
 from ..methods import get_method
-from ..api import MethodSpec
 from ..model.language_model import LanguageModel
 from ..runs.atomic import atomic_outputs
-from ..scoring import score
 from .books import BOOK_COLUMNS, VERDICT_MEANING, VERDICT_SHORT, equal_rate_notes, verdict_keys
 from .calibration import BOOK_RATE_INTERVAL, PREVALENCE_INTERVAL, RATE_INTERVAL, weak_calibration_reason
 from .figures import VERDICT_COLOURS, books_figure, calibration_figure
@@ -32,9 +29,8 @@ from .extraction_report import extraction_section, strip_figure
 from .plain_words import paragraphs_html
 from .print_figures import books_chart_html, calibration_chart_html
 from .provenance import provenance_html
+from .report_snippets import snippets_section
 
-#: Snippets shown per flagged book, highest score first.
-TOP_SNIPPETS = 3
 BOOK_CSV_COLUMNS = BOOK_COLUMNS
 SNIPPET_CSV_COLUMNS = ["snippet_id", "book", "role", "label", "position", "n_words", "n_tokens", "truncated", "score",
                        "flagged", "text"]
@@ -98,7 +94,7 @@ def report_html(result: AuditResult, lm: LanguageModel | None = None, *, printed
         _extraction_section(result, printed),
         _limits_section(result),  # what the evidence cannot show, before pages of snippet text
         _problems_section(result),
-        _snippets_section(result, flagged, lm),
+        snippets_section(result, flagged, lm),
     ]
     head = f"<style>{STYLE}{PRINT_STYLE}</style>" if printed else (
         f"<style>{STYLE}</style><script type='text/javascript'>{get_plotlyjs()}</script>")
@@ -227,52 +223,6 @@ def _pct(value) -> str:
 
 def _num(value) -> str:
     return "–" if pd.isna(value) else f"{value:.2g}"
-
-
-def _snippets_section(result: AuditResult, flagged: list[str], lm: LanguageModel) -> str:
-    """The top snippets of every flagged book; with none flagged, of the top-ranked book, for inspection."""
-    spec = get_method(result.settings.method)
-    shown = flagged or list(result.books["book"][:1])
-    lead = ("The highest-scoring snippets of each flagged book" if flagged else
-            "No book was flagged. For inspection, the highest-scoring snippets of the top-ranked book")
-    parts = ["<h2>Top snippets</h2><p class='note'>" + lead
-             + (f", coloured by the per-token {html_text(spec.label)} scores (outlined: tokens in the sequence score; hover "
-                "for log-probabilities)." if lm is not None and _has_heatmap(spec) else ".") + "</p>"]
-    audit = result.snippets[result.snippets["role"] == "audit"]
-    for book in shown:
-        top = audit[audit["book"] == book].nlargest(TOP_SNIPPETS, "score")
-        texts = result.texts(top["snippet_id"])  # only the snippets shown are read with their texts
-        parts.append(f"<h3>{html_text(book)}</h3>")
-        for row in top.itertuples():
-            body = _snippet_body(texts[row.snippet_id], result, lm, f"heatmap-{row.snippet_id}")
-            parts.append(f"<details open><summary>snippet {row.position} — score {row.score:.4g}</summary>{body}</details>")
-    return "".join(parts)
-
-
-def _snippet_body(text: str, result: AuditResult, lm: LanguageModel, element_id: str) -> str:
-    """A token heatmap of the snippet when the model is at hand and the method has one, else its text."""
-    heatmap = snippet_heatmap(lm, text, result.settings, element_id) if lm is not None else None
-    return heatmap if heatmap is not None else f"<div style='white-space:pre-wrap'>{html_text(text)}</div>"
-
-
-def snippet_heatmap(lm: LanguageModel, text: str, settings: AuditSettings, element_id: str) -> str | None:
-    """The snippet's token heatmap from the target's (cached) statistics; None when the method has no such view."""
-    spec = get_method(settings.method)
-    if not _has_heatmap(spec):
-        return None
-    stats = lm.token_stats([text], bos=settings.bos, long_text="truncate")[0]
-    params = {k: v for k, v in settings.params.items() if k in spec.param_names}
-    s = score(spec.name, stats, **params)
-    safe_id = "".join(c if c.isalnum() or c in "-_" else "-" for c in element_id)
-    decode = lambda i: lm.tokenizer.decode([i])  # noqa: E731
-    panel = make_panel(spec.name, s, scale="text")  # a snippet's own range: its contrasts, drawn with the plain legend
-    return heatmap_html(stats, s.token_scores, s.selected, scale=panel.scale, member_high=panel.member_high,
-                        decode=decode, element_id=safe_id)
-
-
-def _has_heatmap(spec: MethodSpec) -> bool:
-    """Whether the method's token scores come from the target's statistics alone (lowercase, dc_pdd… need more)."""
-    return spec.token_level and spec.stats_only
 
 
 def _extraction_section(result: AuditResult, printed: bool) -> str:

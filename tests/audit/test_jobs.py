@@ -14,7 +14,8 @@ import pytest
 from mia_core import build_frequency_table, load_model
 from mia_core.audit.batches import batch_sizes
 from mia_core.audit.jobs import AuditSettings, audit_result, plan_audit, run_audit, run_scoring
-from mia_core.audit.report import report_html, snippet_heatmap, write_report
+from mia_core.audit.report import report_html, write_report
+from mia_core.audit.report_snippets import snippet_heatmap
 from mia_core.audit.sources import Book
 from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
