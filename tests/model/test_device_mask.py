@@ -1,10 +1,12 @@
 """A padded batch's mask built on the device (`device_mask`): the same numbers as transformers' own mask, bit for bit,
-for every architecture that takes it, and transformers' check of the mask (a read-back on CUDA) is never reached."""
+for every architecture that takes it, and the forward pass then reads nothing back from the device (transformers'
+check of a 2-D mask does, which on CUDA makes the host wait for the batches queued before)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoConfig, AutoModelForCausalLM, masking_utils
 
 from mia_core.model import device_mask, forward, pipeline
@@ -50,6 +52,35 @@ def test_each_architecture_gives_the_same_logits_and_statistics_from_the_mask_bu
     a = forward.batch_stats(model, split, ids, mask, rows, targets)
     b = forward.batch_stats(model, split, ids, device_mask.causal_padding_mask(mask), rows, targets)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+class ReadBacks(TorchDispatchMode):
+    """Counts the operations that bring a tensor's value to the host (`bool(t)`, `t.item()`): on CUDA each one waits
+    for everything queued before it."""
+
+    READ_BACK = (torch.ops.aten.is_nonzero.default, torch.ops.aten._local_scalar_dense.default,
+                 torch.ops.aten.item.default)
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += func in self.READ_BACK
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("model_type", sorted(device_mask.DEVICE_MASK_TYPES))
+def test_the_forward_with_the_mask_built_on_the_device_reads_nothing_back(model_type):
+    model = tiny(model_type)
+    ids, mask = padded_batch()
+    with torch.inference_mode():
+        with ReadBacks() as plain:
+            model(input_ids=ids, attention_mask=mask, use_cache=False)
+        with ReadBacks() as built:
+            model(input_ids=ids, attention_mask=device_mask.causal_padding_mask(mask), use_cache=False)
+    assert plain.count > 0  # transformers asks whether the 2-D mask has padding, and waits for the answer
+    assert built.count == 0
 
 
 def test_the_mask_is_causal_and_stops_at_each_rows_last_token():
