@@ -12,6 +12,7 @@ from sklearn.metrics import roc_auc_score
 import mia_core
 from mia_core.model.loading import demo_folder, load_model
 from mia_core.model.served.check import check_served
+from mia_core.model.served.probe import PROBE_TEXT
 from mia_core.model.stats_cache import StatsCache
 from tests.support.cli_runner import run_cli
 
@@ -94,6 +95,13 @@ def test_full_distribution_mode_gives_min_k_pp(vllm_demo, demo_local, tmp_path):
     ours = mia_core.score_texts(demo_local, texts, ["min_k_pp"])
     theirs = mia_core.score_texts(served, texts, ["min_k_pp"])
     np.testing.assert_allclose(theirs["min_k_pp"], ours["min_k_pp"], atol=1e-3)
+    # the identity probe (every connection) asks for the true tokens' log-probs only, even with logprobs=full
+    asked = []
+    post = served.client.post
+    served.client.post = lambda path, body: asked.append(body.get("prompt_logprobs")) or post(path, body)
+    probe = served.probe_logprobs()
+    assert asked == [1]
+    np.testing.assert_allclose(probe, demo_local.token_stats([PROBE_TEXT], cache=False)[0].logprob, atol=1e-3)
 
 
 def test_methods_the_server_cannot_support_are_refused_with_the_reason(vllm_demo, tmp_path):
