@@ -147,7 +147,7 @@ def test_audit_job_on_ray_keeps_finished_batches_and_equals_local(cluster, drive
     # chunk 1 fails and is not retried: the run stops as failed, every other batch is stored
     monkeypatch.setenv(FAIL_ENV, "1")
     with pytest.raises(WorkerError, match="4 of 48 snippets failed .* failure drill"):
-        run_scoring(ray_store, run_id, ModelRef.of(driver_lm), backend="ray", ray_options=RayOptions(retries=0))
+        run_scoring(ray_store, run_id, ModelRef.of(driver_lm), backend="ray", ray_options=RayOptions(retries=0, actors=1))
     assert passes == [list(range(n_chunks))]
     run = ray_store.run(run_id)
     assert run["status"] == "failed" and "run the job again" in run["message"] and run["backend"] == "ray"
@@ -188,8 +188,8 @@ def test_cli_audit_and_score_on_the_cluster(cluster, driver_lm, model_dir, tmp_p
     store = tmp_path / "r.duckdb"
     proc = mia("audit-books", "--model", model_dir, "--calibration", tmp_path / "cal.csv", "--books", tmp_path / "books.csv",
                "--snippet-words", 20, "--n-boot", 200, "--output-dir", tmp_path / "out", "--store", store,
-               "--backend", "ray", "--ray-address", cluster, "--extraction", "--prefix", 12, "--suffix", 8,
-               "--stride", 4, "--top-k", 300, cache=tmp_path / "cli-cache", env={FAIL_ENV: "2"})
+               "--backend", "ray", "--ray-address", cluster, "--ray-actors", 1, "--extraction", "--prefix", 12,
+               "--suffix", 8, "--stride", 4, "--top-k", 300, cache=tmp_path / "cli-cache", env={FAIL_ENV: "2"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "1 of 3 chunks failed on the Ray workers (first error: RuntimeError: failure drill" in proc.stderr
     assert "retrying them (attempt 2 of 2)" in proc.stderr  # and the run still completed

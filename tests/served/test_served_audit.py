@@ -8,6 +8,8 @@ import pytest
 
 from mia_core.runs.store import ResultsStore
 from tests.audit.test_jobs import mia
+from tests.support.cli_runner import run_cli
+from tests.support.demo_cache import fresh_cache_with_demo
 from tests.support.tiny import random_texts
 from tests.support.store_poll import wait_scored
 from tests.support.tcp_proxy import TcpProxy
@@ -25,14 +27,16 @@ def write_library(folder) -> tuple:
     return folder / "cal.csv", folder / "books.csv"
 
 
-def test_served_audit_dies_resumes_and_equals_in_process(vllm_demo, tmp_path):
+def test_served_audit_dies_resumes_and_equals_in_process(vllm_demo, tmp_path, monkeypatch):
     cal, books = write_library(tmp_path)
     common = ["audit-books", "--calibration", cal, "--books", books, "--snippet-words", "20", "--method", "min_k",
               "--n-boot", "200", "--batch-snippets", "4"]
-    local = mia(*common, "--model", "demo", "--output-dir", tmp_path / "local", "--store", tmp_path / "local.duckdb",
-                cache=tmp_path / "cache-local")
-    _, err = local.communicate(timeout=900)
-    assert local.returncode == 0, err[-2000:]
+    # the reference: the same command with the model loaded in this process (the served runs below are processes of
+    # their own), in a fresh cache that reads the converted demo
+    monkeypatch.setenv("MIA_LENS_CACHE", str(fresh_cache_with_demo(tmp_path / "cache-local")))
+    code, _, err = run_cli(*common, "--model", "demo", "--output-dir", tmp_path / "local", "--store",
+                           tmp_path / "local.duckdb")
+    assert code == 0, err[-2000:]
 
     host, port = vllm_demo.url.removeprefix("http://").split(":")
     proxy = TcpProxy((host, int(port))).start()

@@ -12,6 +12,8 @@ from sklearn.metrics import roc_auc_score
 import mia_core
 from mia_core.model.loading import demo_folder, load_model
 from mia_core.model.served.check import check_served
+from mia_core.model.served.probe import PROBE_TEXT
+from mia_core.model.stats_cache import StatsCache
 from tests.support.cli_runner import run_cli
 
 pytestmark = [pytest.mark.integration]
@@ -77,17 +79,29 @@ def test_scores_and_auroc_equal_in_process_on_demo_wiki(vllm_merged):
     assert roc_auc_score(labels, theirs["loss"]) > 0.6  # the merged adapter's members do score higher
 
 
-def test_full_distribution_mode_gives_min_k_pp(vllm_demo, demo_local):
+def test_full_distribution_mode_gives_min_k_pp(vllm_demo, demo_local, tmp_path):
     texts = ["The river flooded the town.", "A cat sat on the mat today."]
     served = _served(vllm_demo, "model=demo&logprobs=full&concurrency=2")
     assert "min_k_pp" in mia_core.methods_allowed(served).allowed
-    for ours, theirs in zip(demo_local.token_stats(texts, cache=False), served.token_stats(texts, cache=False)):
+    # full-vocabulary log-probs over HTTP are the slow part (seconds a token on CPU vLLM): fetched once, into an
+    # empty cache of this test's own, which score_texts then reads (the served statistics, not another model's)
+    served.stats_cache = StatsCache(tmp_path / "served-stats")
+    fetched = served.token_stats(texts)
+    assert served.stats_cache.usage().entries == len(texts)
+    for ours, theirs in zip(demo_local.token_stats(texts, cache=False), fetched):
         np.testing.assert_allclose(theirs.mu, ours.mu, atol=1e-3)
         np.testing.assert_allclose(theirs.sigma, ours.sigma, atol=1e-3)
         np.testing.assert_array_equal(theirs.rank, ours.rank)
     ours = mia_core.score_texts(demo_local, texts, ["min_k_pp"])
     theirs = mia_core.score_texts(served, texts, ["min_k_pp"])
     np.testing.assert_allclose(theirs["min_k_pp"], ours["min_k_pp"], atol=1e-3)
+    # the identity probe (every connection) asks for the true tokens' log-probs only, even with logprobs=full
+    asked = []
+    post = served.client.post
+    served.client.post = lambda path, body: asked.append(body.get("prompt_logprobs")) or post(path, body)
+    probe = served.probe_logprobs()
+    assert asked == [1]
+    np.testing.assert_allclose(probe, demo_local.token_stats([PROBE_TEXT], cache=False)[0].logprob, atol=1e-3)
 
 
 def test_methods_the_server_cannot_support_are_refused_with_the_reason(vllm_demo, tmp_path):
