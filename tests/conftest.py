@@ -5,11 +5,14 @@ test modules with the same name in different folders (audit/test_online.py, app/
 Shared helpers live in `tests/support/` and are imported as `tests.support.<module>`."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mia_core import LanguageModel
 from mia_core.model.stats_cache import StatsCache
 
+from tests.support.dashboard import running_dashboard
 from tests.support.tiny import random_texts, tiny_gpt2, tiny_llama, tiny_tokenizer, train_causal_lm
 
 
@@ -79,3 +82,17 @@ def memorising(tmp_path_factory):
     model = train_causal_lm(tiny_llama(len(tok), seed=2), tok, members, steps=150, lr=1e-2)
     lm = LanguageModel(model, tok, name="tiny-memorising", stats_cache=StatsCache(tmp_path_factory.mktemp("memo")))
     return {"lm": lm, "members": members, "nonmembers": nonmembers}
+
+
+@pytest.fixture(scope="session")
+def server_store(tmp_path_factory) -> Path:
+    """The results store the browser tests' dashboard reads (MIA_LENS_STORE), shared with runs made by the tests."""
+    return tmp_path_factory.mktemp("store") / "results.duckdb"
+
+
+@pytest.fixture(scope="session")
+def server(server_store):
+    """The dashboard every browser test opens (`tests.support.dashboard`), its output in a log file beside the store:
+    started once per session, as each test module's own server cost a start, its imports and its model loads."""
+    with running_dashboard({"MIA_LENS_STORE": str(server_store)}, server_store.parent / "server.log") as url:
+        yield url

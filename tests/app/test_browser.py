@@ -1,31 +1,22 @@
-"""A real browser: headless Chromium loads the running dashboard, scores a text, and we keep a screenshot."""
+"""A real browser: headless Chromium loads the running dashboard, scores a text, and we keep a screenshot.
+The dashboard (`server`, its store `server_store`) is tests/conftest.py's: one for every browser test."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from mia_core import METHODS
 from mia_core.audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
-from tests.support.dashboard import ROOT, running_dashboard
+from tests.support.dashboard import ROOT
+from tests.support.grid import WITH_INTERVAL, grid_rows, metrics_row
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
-
-
-@pytest.fixture(scope="module")
-def store_path(tmp_path_factory) -> Path:
-    """The results store the dashboard reads (MIA_LENS_STORE), shared with runs made by the tests."""
-    return tmp_path_factory.mktemp("store") / "results.duckdb"
-
-
-@pytest.fixture(scope="module")
-def server(store_path):
-    """The dashboard on a free port (`tests.support.dashboard`), its output in a log file beside the store."""
-    with running_dashboard({"MIA_LENS_STORE": str(store_path)}, store_path.parent / "server.log") as url:
-        yield url
 
 
 def test_explore_page_in_chromium(server):
@@ -68,7 +59,22 @@ def test_explore_page_in_chromium(server):
         stale.scroll_into_view_if_needed()
         page.wait_for_timeout(800)
         page.screenshot(path=str(ARTIFACTS / "explore_stale.png"))
-        page.goto(f"{server}/benchmark", timeout=60_000)
+        browser.close()
+    assert (ARTIFACTS / "explore_heatmap.png").stat().st_size > 10_000
+
+
+def test_benchmark_two_runs_compared_in_chromium(server):
+    """Two Benchmark runs on the same texts (demo-known, then demo): the ROC, the run's command, both runs in one
+    overlay, and the comparison: each run's AUROC [95% CI] side by side and the paired test block, whose ΔAUROC must be
+    the difference of the table's two AUROCs (tests/artifacts/benchmark_compare.png, 1400 px wide). One test, as the
+    comparison needs the two runs the others draw (each costs two model runs of 30 texts)."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{server}/benchmark", timeout=120_000)
         page.get_by_label("Texts per class (a seeded sample; fewer = faster)").wait_for(timeout=120_000)
         pick_model(page, "demo-known adapter")  # a new page load starts from the default model
         run_benchmark(page, "15", "#1 demo-known")
@@ -90,12 +96,42 @@ def test_explore_page_in_chromium(server):
         assert overlay.get_by_text("#2 demo ·", exact=False).count() >= 1  # both runs in one legend
         overlay.scroll_into_view_if_needed()
         page.wait_for_timeout(1000)
-        page.screenshot(path=str(ARTIFACTS / "benchmark_overlay.png"))  # the table: test_browser_bench_compare
+        page.screenshot(path=str(ARTIFACTS / "benchmark_overlay.png"))
+        check_the_paired_comparison(page)
         browser.close()
-    assert (ARTIFACTS / "explore_heatmap.png").stat().st_size > 10_000
+    assert (ARTIFACTS / "benchmark_compare.png").stat().st_size > 10_000
 
 
-def test_audit_page_shows_a_run_made_outside_the_dashboard(server, store_path):
+def check_the_paired_comparison(page) -> None:
+    """Runs #1 demo-known and #2 demo compared: every AUROC cell within its interval, each ΔAUROC the difference of
+    the table's two AUROCs, one line per default method; screenshot of the metric, the table and the paired block."""
+    block = page.locator('[data-testid="stCode"]').filter(has_text="ΔAUROC").first
+    block.wait_for(timeout=120_000)
+    table = page.locator('[data-testid="stDataFrame"]').filter(
+        has=page.locator('[role="columnheader"]', has_text="#2 demo ·")).first
+    page.get_by_text("Metric side by side").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.mouse.wheel(0, -90)  # below the page's header bar
+    page.wait_for_timeout(1000)  # the metric, the table and the whole paired block in one 1400 × 1000 view
+    page.screenshot(path=str(ARTIFACTS / "benchmark_compare.png"))
+    text = block.inner_text()
+    assert "#1 and #2 scored the same 30 texts (15 members, 15 non-members): compared text by text." in text
+    rows = {r["method"]: r for r in grid_rows(table)}
+    loss = rows.get(METHODS["loss"].label, {})
+    assert loss, rows
+    first = next(h for h in loss if h.startswith("#1 demo-known"))
+    second = next(h for h in loss if h.startswith("#2 demo ·"))
+    for name, row in rows.items():  # every run's cell: AUROC [lo, hi] with lo ≤ AUROC ≤ hi
+        for run in (first, second):
+            auroc, lo, hi = map(float, WITH_INTERVAL.fullmatch(row[run]).groups())
+            assert lo <= auroc <= hi, (name, row[run])
+    for line in text.splitlines()[3:]:  # "Loss: ΔAUROC (#2 − #1) = -0.123 [...], DeLong p = …"
+        method, delta = re.match(r"(.+): ΔAUROC \(#2 − #1\) = (-?\d\.\d{3}) \[", line).groups()
+        a1, a2 = (float(WITH_INTERVAL.fullmatch(rows[method][run]).group(1)) for run in (first, second))
+        assert abs(float(delta) - (a2 - a1)) <= 0.0011, line  # the table's two AUROCs, each rounded
+    assert len(text.splitlines()) == 3 + 4  # the page's four default methods
+
+
+def test_audit_page_shows_a_run_made_outside_the_dashboard(server, server_store):
     """A run scored by another process (as the CLI does) opens on the Book audit page by its id."""
     from playwright.sync_api import sync_playwright
 
@@ -107,7 +143,7 @@ def test_audit_page_shows_a_run_made_outside_the_dashboard(server, store_path):
     # 256-word snippets separate the demo's members; 2 + 2 calibration books of 3 snippets cannot pin the FPR down
     settings = AuditSettings(snippet_words=256, max_snippets_per_book=3)
     result = run_audit(ModelRef("demo-known"), read_books("demo-books")[0], read_calibration("demo-books")[0], settings,
-                       ResultsStore(store_path))
+                       ResultsStore(server_store))
     run_id = result.run["run_id"]
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
@@ -139,7 +175,7 @@ def test_audit_page_shows_a_run_made_outside_the_dashboard(server, store_path):
         page.locator(".mia-heatmap").first.scroll_into_view_if_needed()
         page.wait_for_timeout(500)
         page.screenshot(path=str(ARTIFACTS / "audit_drilldown.png"))
-        extraction_from_the_page(page, server, store_path.parent)
+        extraction_from_the_page(page, server, server_store.parent)
         browser.close()
     assert (ARTIFACTS / "audit_page.png").stat().st_size > 10_000
     assert (ARTIFACTS / "audit_extraction.png").stat().st_size > 10_000
@@ -195,15 +231,6 @@ def pick_model(page, option: str) -> None:
     """Choose a built-in model in the sidebar by part of its name."""
     page.get_by_test_id("stSidebar").get_by_text(option, exact=False).first.click()
     page.wait_for_timeout(1500)
-
-
-def metrics_row(page) -> dict[str, str]:
-    """The first row of the Benchmark metrics table as the grid gives it to assistive technology: header → cell text."""
-    table = page.locator('[data-testid="stDataFrame"]').filter(
-        has=page.locator('[role="columnheader"]', has_text="TPR@5%FPR")).first
-    headers = [h.inner_text().strip() for h in table.locator('[role="columnheader"]').all()]
-    cells = [c.inner_text().strip() for c in table.locator('[role="row"]').nth(1).locator('[role="gridcell"]').all()]
-    return dict(zip(headers[-len(cells):], cells))
 
 
 def run_benchmark(page, per_class: str, run: str) -> None:

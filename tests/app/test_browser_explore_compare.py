@@ -1,6 +1,6 @@
 """Headless Chromium: Explore scores one text with the base demo model, then with demo-known, and shows the two results
 side by side, each column under its model's stamp (the teaching point: the adapter knows its members); we keep
-tests/artifacts/explore_compare.png. The server fixture is test_browser.py's."""
+tests/artifacts/explore_compare.png. The server fixture is tests/conftest.py's."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mia_core import datasets
-from tests.app.test_browser import ARTIFACTS, CHROMIUM, pick_model, server, store_path  # noqa: F401 (fixtures)
+from tests.app.test_browser import ARTIFACTS, CHROMIUM, pick_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
@@ -20,7 +20,7 @@ def member_text() -> str:
     return wiki[wiki.label == 1].iloc[0].text
 
 
-def test_explore_compares_two_models_side_by_side_in_chromium(server):  # noqa: F811 (the fixture)
+def test_explore_compares_two_models_side_by_side_in_chromium(server):
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)

@@ -1,14 +1,14 @@
 """Headless Chromium: Explore's extraction view with the demo model on a short text (a famous opening, a plain list,
 a refrain said three times, counting to 40: the model continues the count, two windows at p_z ≥ 0.5): the cost
 before running, then the coloured text with its legend, greedy passages outlined, the longest passage quoted and the
-strip plot; we keep tests/artifacts/explore_extraction.png. The server fixture is test_browser.py's."""
+strip plot; we keep tests/artifacts/explore_extraction.png. The server fixture is tests/conftest.py's."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from tests.app.test_browser import ARTIFACTS, CHROMIUM, server, store_path  # noqa: F401 (fixtures)
+from tests.app.test_browser import ARTIFACTS, CHROMIUM
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
@@ -21,7 +21,7 @@ TEXT = ("It was the best of times, it was the worst of times, it was the age of 
 SETTINGS = {"Prefix (tokens)": "20", "Suffix (tokens)": "20", "Stride (tokens)": "10"}
 
 
-def test_explore_extraction_view_in_chromium(server):  # noqa: F811 (the fixture)
+def test_explore_extraction_view_in_chromium(server):
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)

@@ -1,7 +1,7 @@
 """Headless Chromium: Learn lists the methods in teaching order with their papers and failure notes, and a toy
 rescores when a token's log p is edited; we keep tests/artifacts/learn_page.png (and learn_toy.png, learn_order.png,
 learn_dc_pdd.png).
-The server fixture is test_browser.py's."""
+The server fixture is tests/conftest.py's."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +11,7 @@ import pytest
 
 from mia_core import METHODS
 from mia_core.api import teaching_order
-from tests.app.test_browser import ARTIFACTS, CHROMIUM, server, store_path  # noqa: F401 (fixtures)
+from tests.app.test_browser import ARTIFACTS, CHROMIUM
 from ui.learn_toys import TOY
 
 try:
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
 
 
-def test_learn_page_in_chromium(server):  # noqa: F811 (the fixture)
+def test_learn_page_in_chromium(server):
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -34,9 +34,11 @@ def test_learn_page_in_chromium(server):  # noqa: F811 (the fixture)
         summaries = page.locator('[data-testid="stExpander"] summary')
         summaries.first.wait_for(timeout=120_000)
         page.get_by_text("Loss (−mean NLL) on the toy").wait_for(timeout=60_000)
+        order = teaching_order()
+        last = f"{len(order)}. {METHODS[order[-1]].label}"  # the page draws its entries in turn: wait for the last
+        summaries.filter(has_text=last).first.wait_for(timeout=60_000)
         shown = [line for s in summaries.all() if (line := s.inner_text().strip().split("\n")[-1].strip())[0].isdigit()]
         # (the sidebar's model status is an expander too; its label starts with no number)
-        order = teaching_order()
         assert len(shown) == len(order)
         assert all(line.startswith(f"{n + 1}. {METHODS[m].label}") for n, (line, m) in enumerate(zip(shown, order)))
         assert page.get_by_text("arxiv.org/abs/2310.16789", exact=False).count() >= 1  # Min-K%'s link (closed entry)

@@ -9,13 +9,13 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.app.test_browser import ARTIFACTS, CHROMIUM, server, store_path  # noqa: F401 (fixtures)
+from tests.app.test_browser import ARTIFACTS, CHROMIUM
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
 
 
-def test_a_served_model_from_a_link_in_chromium(server, vllm_demo):  # noqa: F811 (the fixture)
+def test_a_served_model_from_a_link_in_chromium(server, vllm_demo):
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
