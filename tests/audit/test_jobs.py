@@ -133,13 +133,15 @@ def test_snippet_heatmap_only_for_methods_scored_from_the_statistics(library):
         assert snippet_heatmap(lm, text, AuditSettings(method=method, params={}), "top") is None
 
 
-def write_library(folder: Path) -> tuple[Path, Path]:
-    """A calibration table (4 books, 40 snippets) and a table of 2 books to audit (80 snippets): with
-    `--batch-snippets 1` (a commit a snippet) a run of several seconds."""
-    texts = random_texts(120, seed=11, min_words=20, max_words=20)
-    cal = pd.DataFrame({"book": [f"c{i // 10}" for i in range(40)], "text": texts[:40],
-                        "label": [1 if i < 20 else 0 for i in range(40)]})
-    books = pd.DataFrame({"book": [f"b{i // 40}" for i in range(80)], "text": texts[40:]})
+def write_library(folder: Path, *, audited_books: int = 4, calibration_per_book: int = 20) -> tuple[Path, Path]:
+    """A calibration table (4 books of `calibration_per_book` snippets, 2 labelled members) and a table of
+    `audited_books` books of 40 snippets to audit, all of 20 words: with `--batch-snippets 1` (a commit a snippet) a
+    run of several seconds."""
+    n_cal, n_books = 4 * calibration_per_book, 40 * audited_books
+    texts = random_texts(n_cal + n_books, seed=11, min_words=20, max_words=20)
+    cal = pd.DataFrame({"book": [f"c{i // calibration_per_book}" for i in range(n_cal)], "text": texts[:n_cal],
+                        "label": [1 if i < n_cal // 2 else 0 for i in range(n_cal)]})
+    books = pd.DataFrame({"book": [f"b{i // 40}" for i in range(n_books)], "text": texts[n_cal:]})
     cal.to_csv(folder / "cal.csv", index=False)
     books.to_csv(folder / "books.csv", index=False)
     return folder / "cal.csv", folder / "books.csv"
@@ -152,7 +154,7 @@ def mia(*args, cache: Path, **kwargs) -> subprocess.Popen:
 
 
 def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(model_dir, tmp_path, monkeypatch):
-    cal, books = write_library(tmp_path)
+    cal, books = write_library(tmp_path, audited_books=2, calibration_per_book=10)  # 120 snippets, a commit each
     args = ["audit-books", "--model", model_dir, "--calibration", cal, "--books", books, "--snippet-words", "20",
             "--batch-snippets", "1", "--n-boot", "200"]
     store_path = tmp_path / "killed.duckdb"
@@ -184,7 +186,7 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(model_dir, tmp_
 
 
 def test_cli_bad_inputs_are_clear_and_other_books_go_on(model_dir, tmp_path, monkeypatch):
-    cal, _ = write_library(tmp_path)
+    cal, _ = write_library(tmp_path, calibration_per_book=10)
     folder = tmp_path / "books"
     folder.mkdir()
     (folder / "good.txt").write_text(" ".join(random_texts(8, seed=2, min_words=20, max_words=20)))

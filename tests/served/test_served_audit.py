@@ -7,28 +7,17 @@ import pandas as pd
 import pytest
 
 from mia_core.runs.store import ResultsStore
-from tests.audit.test_jobs import mia
+from tests.audit.test_jobs import mia, write_library
 from tests.support.cli_runner import run_cli
 from tests.support.demo_cache import fresh_cache_with_demo
-from tests.support.tiny import random_texts
 from tests.support.store_poll import wait_scored
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration]
 
 
-def write_library(folder) -> tuple:
-    """Calibration (2 member-labelled and 2 held-out books) and 2 books to audit: 120 snippets of 20 words."""
-    texts = random_texts(120, seed=11, min_words=20, max_words=20)
-    pd.DataFrame({"book": [f"c{i // 10}" for i in range(40)], "text": texts[:40],
-                  "label": [1 if i < 20 else 0 for i in range(40)]}).to_csv(folder / "cal.csv", index=False)
-    pd.DataFrame({"book": [f"b{i // 40}" for i in range(80)], "text": texts[40:]}).to_csv(folder / "books.csv",
-                                                                                             index=False)
-    return folder / "cal.csv", folder / "books.csv"
-
-
 def test_served_audit_dies_resumes_and_equals_in_process(vllm_demo, tmp_path, monkeypatch):
-    cal, books = write_library(tmp_path)
+    cal, books = write_library(tmp_path, audited_books=2, calibration_per_book=10)  # 120 snippets of 20 words
     common = ["audit-books", "--calibration", cal, "--books", books, "--snippet-words", "20", "--method", "min_k",
               "--n-boot", "200", "--batch-snippets", "4"]
     # the reference: the same command with the model loaded in this process (the served runs below are processes of
