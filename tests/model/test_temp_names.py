@@ -19,6 +19,8 @@ from mia_core.methods.dc_pdd.frequency import FrequencyTable, load_frequency_tab
 from mia_core.model import identity, loading
 from mia_core.paths import cache_root
 
+from tests.support.demo_cache import fresh_cache_with_demo
+
 THREADS = 4
 
 
@@ -108,12 +110,10 @@ def test_threads_saving_one_frequency_table(tmp_path, slow_renames):
 @pytest.mark.integration
 def test_threads_loading_the_demo_model(tmp_path, monkeypatch):
     """Four sessions load `demo` at once from its converted folder, hashing its weights into fresh memos."""
-    real = cache_root() / "models"
-    if not list(real.glob("smollm2-135m-*/config.json")):
+    if not list((cache_root() / "models").glob("smollm2-135m-*/config.json")):
         pytest.skip("the demo model is not converted yet (any integration test converts it once)")
-    (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / "models").symlink_to(real)  # no conversion; the file-hash memos are new
-    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
+    # no conversion; the file-hash memos are new
+    monkeypatch.setenv("MIA_LENS_CACHE", str(fresh_cache_with_demo(tmp_path / "cache")))
     models = at_once(lambda r: load_model("demo", device="cpu"), rounds=1)[0]
     assert len({lm.fingerprint for lm in models}) == 1
     first = models[0].model.state_dict()
