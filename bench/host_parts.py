@@ -1,12 +1,12 @@
 """Where the host's time goes per text in `score_texts`, part by part, measured in one run (CPU).
 
 One profiled `score_texts` call with the five statistics-only methods (bench/gpu.py's arm (s)) and a real, empty
-statistics cache (every entry written), after one warm-up call. For each part of the statistics pass — the model's
+statistics cache (every entry written, on the writer thread unless `--inline-writes`), after one warm-up call. For each part of the statistics pass — the model's
 batch (forward, head and reduction), tokenising with offsets, padding a batch, splitting a batch's statistics,
 assembling `TokenStats`, the cache's key, lookup and write, and each method — the cumulative seconds under cProfile
 divided by the texts. The profiler slows Python a little, so read the parts against each other, not as wall time.
 
-    .venv/bin/python bench/host_parts.py [--model smoke-1b|smoke-7b|demo] [--texts 400]
+    .venv/bin/python bench/host_parts.py [--model smoke-1b|smoke-7b|demo] [--texts 400] [--inline-writes]
 
 Last line: `ratio=<the host's parts per text ÷ the model's batch per text>`.
 """
@@ -38,7 +38,8 @@ PARTS = {
     ("model/stats_model.py", "_assemble"): "assembling TokenStats",
     ("model/stats_cache.py", "key"): "cache key (SHA-256 of the text)",
     ("model/stats_cache.py", "get"): "cache lookup",
-    ("model/stats_cache.py", "put"): "cache write",
+    ("model/stats_cache.py", "put"): "cache write (on this thread: writes_behind off)",
+    ("model/cache_writes.py", "put"): "cache write (handed to the writer thread)",
     ("methods/loss.py", "loss"): "method: loss",
     ("methods/zlib.py", "zlib_ratio"): "method: zlib",
     ("methods/min_k.py", "min_k"): "method: min_k",
@@ -72,9 +73,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smoke-1b", choices=["smoke-1b", "smoke-7b", "demo"])
     parser.add_argument("--texts", type=int, default=400)
+    parser.add_argument("--inline-writes", action="store_true",
+                        help="write the cache on this thread, as before the writer thread (cache_writes.WriteBehind)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         lm = load(args.model, tmp)
+        lm.writes_behind = not args.inline_writes
         texts = G.wiki_like(args.texts)
         freq = mia_core.build_frequency_table(lm.tokenizer, texts, vocab_size=lm.vocab_width)
 

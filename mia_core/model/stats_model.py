@@ -20,6 +20,7 @@ from .encoding import encode_texts
 from .forward import Segment, split_windows, window_ids
 from .pipeline import FinishedBatch
 from .policy import StatsPolicy
+from .cache_writes import WriteBehind
 from .stats_cache import StatsCache
 
 WindowPlan = Callable[[int, int, int], list[tuple[int, int, int]]]
@@ -37,6 +38,9 @@ class _Common(NamedTuple):
 class StatsModel:
     """A model with a tokenizer that turns texts into `TokenStats`: `.tokenizer`, `.name`, `.spec`, `.fingerprint`,
     `.max_length`, `.access`; subclasses run the passes (`_batches`) and say what they offer."""
+
+    #: Cache writes go to a writer thread (`cache_writes.WriteBehind`); a bench sets False to time them inline.
+    writes_behind: bool = True
 
     def __init__(self, tokenizer, *, name: str, spec: str | None, fingerprint: str, max_length: int,
                  stats_cache: StatsCache | None = None):
@@ -116,13 +120,15 @@ class StatsModel:
                 if stats is not None:
                     on_stats(i, stats)
         if todo:
-            for j, stats in self._compute([texts[i] for i in todo], bos, long_text, progress, batch_tokens):
-                i = todo[j]
-                out[i] = stats
-                if cache:
-                    self.stats_cache.put(keys[i], stats)
-                if on_stats is not None:
-                    on_stats(i, stats)
+            with WriteBehind(self.stats_cache) as writes:
+                put = writes.put if self.writes_behind else self.stats_cache.put
+                for j, stats in self._compute([texts[i] for i in todo], bos, long_text, progress, batch_tokens):
+                    i = todo[j]
+                    out[i] = stats
+                    if cache:
+                        put(keys[i], stats)
+                    if on_stats is not None:
+                        on_stats(i, stats)
         elif progress is not None:  # all cached: done, counted in the same unit (tokens)
             tokens = max(1, sum(len(s.tokens) for s in out if s is not None))
             progress(tokens, tokens)

@@ -1,0 +1,71 @@
+"""Statistics-cache writes on one thread beside the statistics pass, so the pass never waits for the disk.
+
+Writing an entry is mostly creating two directory entries (a temporary file, then its rename): 0.3–0.4 ms a text
+on this machine's ext4, the largest of the host's parts per text (README, "Performance"). On a GPU that is time the
+device waits for the host. The writes here run on one thread, whose file calls release the GIL. The writes are
+bounded (`MAX_PENDING` wait at most), and a failed write is raised on the caller's thread at its next `put` or at
+`close`, the same error that a write on the caller's thread would have raised.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from .stats_cache import StatsCache
+from ..api.token_stats import TokenStats
+
+#: Entries waiting to be written at most; `put` waits beyond (each holds a text's statistics, a few KB).
+MAX_PENDING = 256
+
+
+class WriteBehind:
+    """`StatsCache.put` on a writer thread; `close` (or leaving the `with` block) waits until every entry is written."""
+
+    def __init__(self, cache: StatsCache, max_pending: int = MAX_PENDING):
+        self.cache = cache
+        self._room = threading.BoundedSemaphore(max_pending)
+        self._pool: ThreadPoolExecutor | None = None  # started by the first write: no thread when everything is cached
+        self._error: BaseException | None = None
+
+    def put(self, key: str, stats: TokenStats) -> None:
+        """Queue an entry (waiting while `max_pending` entries wait); raises the error of an earlier failed write."""
+        self._raise_failed()
+        if self.cache.max_bytes <= 0:  # the cache keeps nothing: nothing to hand over
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mia-cache-write")
+        self._room.acquire()
+        try:
+            self._pool.submit(self.cache.put, key, stats).add_done_callback(self._written)
+        except BaseException:
+            self._room.release()
+            raise
+
+    def close(self) -> None:
+        """Wait until every queued entry is written; raises the first failed write's error."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self._raise_failed()
+
+    def _written(self, future: Future) -> None:
+        self._room.release()
+        error = future.exception()
+        if error is not None and self._error is None:
+            self._error = error
+
+    def _raise_failed(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def __enter__(self) -> WriteBehind:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None:
+            self.close()
+            return
+        if self._pool is not None:  # the block failed: its error is the one to see; still wait for the writer
+            self._pool.shutdown(wait=True)
+            self._pool = None
