@@ -11,7 +11,7 @@ from sklearn.metrics import roc_auc_score
 
 import mia_core
 from mia_core.model.loading import demo_folder, load_model
-from mia_core.model.served.check import check_served
+from mia_core.model.served.check import check_served, determinism_gap
 from mia_core.model.served.probe import PROBE_TEXT
 from mia_core.model.stats_cache import StatsCache
 from tests.support.cli_runner import run_cli
@@ -102,6 +102,11 @@ def test_full_distribution_mode_gives_min_k_pp(vllm_demo, demo_local, tmp_path):
     probe = served.probe_logprobs()
     assert asked == [1]
     np.testing.assert_allclose(probe, demo_local.token_stats([PROBE_TEXT], cache=False)[0].logprob, atol=1e-3)
+    # so does `mia models check`'s repeatability probe (10 requests): the same forward pass's true-token log-probs
+    asked.clear()
+    assert determinism_gap(served) <= 1e-4 and asked == [1] * 10
+    light = served.true_token_stats(served.fed_ids(texts[0]), 1)["logprob"]
+    np.testing.assert_allclose(light, fetched[0].logprob, atol=1e-4)
 
 
 def test_methods_the_server_cannot_support_are_refused_with_the_reason(vllm_demo, tmp_path):

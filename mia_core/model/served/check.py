@@ -36,12 +36,12 @@ def largest_logprobs(model: ServedModel) -> str:
 def determinism_gap(model: ServedModel) -> float:
     """The probe text's largest log-prob difference scored alone vs among `CROWD_TEXTS` sent at the same time."""
     ids = model.fed_ids(PROBE_TEXT)
-    alone = model.segment_stats(ids, 1)["logprob"].astype(np.float64)
+    alone = model.true_token_stats(ids, 1)["logprob"].astype(np.float64)
     crowd = [model.fed_ids(t) for t in CROWD_TEXTS]
     with ThreadPoolExecutor(len(crowd) + 1) as pool:
-        futures = [pool.submit(model.segment_stats, c, 1) for c in crowd[:4]]
-        probed = pool.submit(model.segment_stats, ids, 1)
-        futures += [pool.submit(model.segment_stats, c, 1) for c in crowd[4:]]
+        futures = [pool.submit(model.true_token_stats, c, 1) for c in crowd[:4]]
+        probed = pool.submit(model.true_token_stats, ids, 1)
+        futures += [pool.submit(model.true_token_stats, c, 1) for c in crowd[4:]]
         among = probed.result()["logprob"].astype(np.float64)
         for future in futures:
             future.result()

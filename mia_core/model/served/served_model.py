@@ -124,12 +124,16 @@ class ServedModel(StatsModel):
     def probe_logprobs(self) -> np.ndarray:
         """The probe text's true-token log-probs, one request (the model's identity); asked as with logprobs=top even
         under logprobs=full, which needs no distribution here (the whole one took ~20 s of a connection on CPU vLLM)."""
-        ids = self.fed_ids(PROBE_TEXT)
-        return self._window_stats(ids, 1, full=False)["logprob"].astype(np.float64)
+        return self.true_token_stats(self.fed_ids(PROBE_TEXT), 1)["logprob"].astype(np.float64)
 
     def segment_stats(self, ids, score_from: int) -> Stats:
         """One window's statistics from the server (the whole distribution with logprobs=full)."""
         return self._window_stats(ids, score_from, full=self._full)
+
+    def true_token_stats(self, ids, score_from: int) -> Stats:
+        """One window's true-token statistics, asked as with logprobs=top whatever the spec asks: what the identity
+        and repeatability probes read (the same forward pass; the whole distribution would only cost time)."""
+        return self._window_stats(ids, score_from, full=False)
 
     def _window_stats(self, ids, score_from: int, *, full: bool) -> Stats:
         """One request: the true tokens' log-probs, ranks and top token, and with `full` every token's log-prob."""
