@@ -211,6 +211,9 @@ def extraction_from_the_page(page, server: str, folder: Path) -> None:
         page.locator(f".st-key-{radio}").get_by_text("Upload", exact=True).click()
     page.locator('input[type="file"]').nth(2).wait_for(state="attached", timeout=60_000)
     for i, name in enumerate(files):
+        # each upload reruns the page: a file given while that rerun redraws the uploaders can be lost (the third
+        # upload's name never showed once, with two test workers), so wait until the page is idle first
+        page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=120_000)
         page.locator('input[type="file"]').nth(i).set_input_files(str(folder / name))
         page.get_by_text(name).first.wait_for(timeout=60_000)
     words = page.get_by_role("spinbutton", name="Words per snippet")
