@@ -52,8 +52,11 @@ browser:
 pdf-deps:
 	@{ ldconfig -p | grep -q libpangoft2-1.0 && command -v pdftotext >/dev/null 2>&1 && [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; } || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core poppler-utils >/dev/null) || echo "pango, fonts or poppler-utils missing: the PDF report tests will be skipped"; }
 
+# Two pytest-xdist workers, one per core (the tests of one server or Ray instance share a worker: tests/conftest.py);
+# TEST_WORKERS=0 runs the tests serially in one process
+TEST_WORKERS ?= 2
 test: setup browser pdf-deps vllm
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 bench: setup
 	$(PY) bench/single_pass.py

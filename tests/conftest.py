@@ -2,18 +2,65 @@
 
 `tests/` is a package (an `__init__.py` in every folder), so pytest puts the repository root on `sys.path` and
 test modules with the same name in different folders (audit/test_online.py, app/test_online.py) do not clash.
-Shared helpers live in `tests/support/` and are imported as `tests.support.<module>`."""
+Shared helpers live in `tests/support/` and are imported as `tests.support.<module>`.
+
+`make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadgroup`); `pytest_collection_modifyitems`
+below keeps the tests of a costly session server on one worker, so it starts once."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+import torch
+from _pytest.nodeid import coerce_node_id
 
 from mia_core import LanguageModel
 from mia_core.model.stats_cache import StatsCache
 
 from tests.support.dashboard import running_dashboard
 from tests.support.tiny import random_texts, tiny_gpt2, tiny_llama, tiny_tokenizer, train_causal_lm
+
+
+#: Session fixtures of the servers the tests start, and the xdist group of the tests that use them: each group runs on
+#: one worker, so each server starts once, not once per worker. The first fixture a test uses here names its group
+#: (the served dashboard test needs the dashboard and a vLLM engine: it joins the engines' worker and starts a dashboard
+#: there, as that costs about a second and an engine tens of seconds). The dashboard is found by `server_store`, which
+#: `server` uses: other test modules have a `server` fixture of their own (a scripted HTTP server).
+WORKER_GROUPS = {"vllm_demo": "vllm", "vllm_lora": "vllm", "vllm_merged": "vllm", "demo_known_merged": "vllm",
+                 "server_store": "dashboard"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """On an xdist worker, torch computes on one thread: two workers of two threads each on two cores made the
+    model-training tests 5-15 times slower (threads waiting on each other's core)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        torch.set_num_threads(1)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test that uses a server of `WORKER_GROUPS` with its xdist group (read by `--dist loadgroup`)."""
+    for item in items:
+        group = next((WORKER_GROUPS[name] for name in WORKER_GROUPS if name in item.fixturenames), None)
+        if group and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(tryfirst=True)  # before the worker sends its collection to the scheduler
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Give each grouped test the `@group` ending of its id that `--dist loadgroup` schedules by.
+
+    pytest-xdist 3.8.0 writes it to `item._nodeid`, which pytest 9.2 no longer reads (its ids are structured), so
+    every test went to any worker, groups or not (pytest-xdist issue #1386). This sets the id the way pytest 9.2 keeps
+    it; once pytest-xdist's own suffix shows in the id, it does nothing."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    for item in session.items:
+        groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                         for mark in item.iter_markers("xdist_group")})
+        if groups and "@" not in item.nodeid.rpartition("]")[2]:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 @pytest.fixture

@@ -55,7 +55,9 @@ def test_explore_page_in_chromium(server):
         pick_model(page, "demo-known adapter")  # the scores above now belong to another model: greyed, stamped
         stale = page.get_by_text("These results were computed for model demo", exact=False).first
         stale.wait_for(timeout=180_000)
-        assert page.locator(".st-key-explore_results_stale .mia-tok").count() > 10
+        stale_tokens = page.locator(".st-key-explore_results_stale .mia-tok")
+        stale_tokens.first.wait_for(timeout=60_000)  # the greyed heatmap comes after its stamp (later on a busy machine)
+        assert stale_tokens.count() > 10
         stale.scroll_into_view_if_needed()
         page.wait_for_timeout(800)
         page.screenshot(path=str(ARTIFACTS / "explore_stale.png"))
@@ -209,6 +211,9 @@ def extraction_from_the_page(page, server: str, folder: Path) -> None:
         page.locator(f".st-key-{radio}").get_by_text("Upload", exact=True).click()
     page.locator('input[type="file"]').nth(2).wait_for(state="attached", timeout=60_000)
     for i, name in enumerate(files):
+        # each upload reruns the page: a file given while that rerun redraws the uploaders can be lost (the third
+        # upload's name never showed once, with two test workers), so wait until the page is idle first
+        page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=120_000)
         page.locator('input[type="file"]').nth(i).set_input_files(str(folder / name))
         page.get_by_text(name).first.wait_for(timeout=60_000)
     words = page.get_by_role("spinbutton", name="Words per snippet")

@@ -12,7 +12,8 @@ from mia_core.demo.traps import load_traps, trap_passages
 from mia_core.extract import ExtractionSettings, extract_texts
 from mia_core.model.builtin import demo_traps_dir
 
-pytestmark = pytest.mark.integration
+#: One worker: `under` extracts every trap passage under two real models (20 s alone; each worker paid 38-40 s for it)
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("demo_traps")]
 
 
 @pytest.fixture(scope="module")

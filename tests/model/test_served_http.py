@@ -4,7 +4,6 @@ retries only where they can help."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -12,6 +11,8 @@ import pytest
 
 from mia_core.model.served.http import Client, ServedError
 from mia_core.model.served.spec import parse_served_spec
+
+from tests.support.ports import free_port
 
 
 class Script(BaseHTTPRequestHandler):
@@ -86,9 +87,7 @@ def test_a_bad_request_is_not_retried(server):
 
 
 def test_no_server_at_the_address():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    port = free_port()  # nothing listens there, and no other test worker hands it out
     lone = Client(parse_served_spec(f"http://127.0.0.1:{port}/v1?retries=1"))
     with pytest.raises(ServedError, match="no server answers at .* \\(connection refused or reset, 2 tries\\)"):
         lone.get("/models")

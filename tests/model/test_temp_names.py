@@ -1,6 +1,8 @@
-"""Temporary files are unique per writer (threads too): concurrent hashing, conversion and table saves never collide."""
+"""Temporary files are unique per writer (threads and processes): concurrent hashing, conversion and table saves never
+collide."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -83,19 +85,35 @@ MODEL_FILES = {"config.json": json.dumps({"model_type": "llama"}).encode(), "mod
 TOKENIZER_FILES = {"tokenizer.json": b"{}", "tokenizer_config.json": b"{}"}
 
 
-def test_threads_converting_the_demo_model_at_once(tmp_path, monkeypatch, slow_renames):
+def converting_at_once(tmp_path, monkeypatch) -> int:
+    """THREADS threads call `demo_folder` at once on a fresh cache (a small fake GGUF, saved slowly); checks they all
+    get the one whole folder and no temporary folder is left; returns how many converted."""
     monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
     gguf = tmp_path / "pkg" / "demo.gguf"
     gguf.parent.mkdir()
     gguf.write_bytes(b"GGUF" * 100)
+    conversions = []
     monkeypatch.setattr(loading, "demo_gguf_path", lambda: gguf)
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: SlowSave(MODEL_FILES))
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        lambda *a, **k: conversions.append(1) or SlowSave(MODEL_FILES))
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: SlowSave(TOKENIZER_FILES))
     folders = at_once(lambda r: loading.demo_folder(), rounds=1)[0]
     assert len(set(folders)) == 1
     target = folders[0]
     assert {p.name: p.read_bytes() for p in target.iterdir()} == {**MODEL_FILES, **TOKENIZER_FILES}
     assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temporary folder left behind
+    return len(conversions)
+
+
+def test_threads_converting_the_demo_model_at_once(tmp_path, monkeypatch, slow_renames):
+    assert converting_at_once(tmp_path, monkeypatch) == 1  # the process's lock: the others wait, then read its folder
+
+
+def test_processes_converting_the_demo_model_at_once(tmp_path, monkeypatch, slow_renames):
+    """Two dashboards (or test workers) on one fresh cache: each process holds a lock of its own, so each converts into
+    its own temporary folder; the first rename into place wins, the others find that folder whole and drop theirs."""
+    monkeypatch.setattr(loading, "_LOAD_LOCK", contextlib.nullcontext())  # as across processes: no lock shared
+    assert converting_at_once(tmp_path, monkeypatch) == THREADS
 
 
 def test_threads_saving_one_frequency_table(tmp_path, slow_renames):

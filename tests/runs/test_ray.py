@@ -34,6 +34,8 @@ from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
 # read when ray is imported: a local instance then binds to and talks on 127.0.0.1 only
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 ray = pytest.importorskip("ray", reason="the Ray backend is optional: pip install -r requirements-scale.txt")
+#: One Ray instance at a time: the Ray tests run on one xdist worker (an instance is sized to both CPUs).
+pytestmark = pytest.mark.xdist_group("ray")
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = AuditSettings(method="min_k_pp", params={"k": 0.2}, snippet_words=20, n_boot=200, batch_snippets=4)
@@ -43,17 +45,16 @@ METHODS = ["loss", "zlib", "min_k", "min_k_pp", "lowercase"]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A local Ray instance on 127.0.0.1 whose workers keep their own statistics cache; yields its address."""
-    saved = {k: os.environ.get(k) for k in ("MIA_LENS_CACHE", "RAY_USAGE_STATS_ENABLED")}
-    os.environ.update(MIA_LENS_CACHE=str(tmp_path_factory.mktemp("worker-cache")), RAY_USAGE_STATS_ENABLED="0")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # workers inherit the env
-    try:
-        address = ray.get_runtime_context().gcs_address
-        assert address.startswith("127.0.0.1:"), address
-        yield address
-    finally:
-        ray.shutdown()
-        for key, value in saved.items():
-            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+    with pytest.MonkeyPatch.context() as env:  # a module's fixture: the function-scoped monkeypatch is not at hand
+        env.setenv("MIA_LENS_CACHE", str(tmp_path_factory.mktemp("worker-cache")))
+        env.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # workers inherit the env
+        try:
+            address = ray.get_runtime_context().gcs_address
+            assert address.startswith("127.0.0.1:"), address
+            yield address
+        finally:
+            ray.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -19,20 +19,21 @@ from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
 
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 ray = pytest.importorskip("ray", reason="the Ray backend is optional: pip install -r requirements-scale.txt")
+#: One Ray instance at a time: the Ray tests run on one xdist worker (an instance is sized to both CPUs).
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 @pytest.fixture(scope="module")
 def gpu_cluster(tmp_path_factory):
     """A local Ray instance on 127.0.0.1 that declares 2 GPUs (Ray counts them; nothing here uses CUDA)."""
-    saved = {k: os.environ.get(k) for k in ("MIA_LENS_CACHE", "RAY_USAGE_STATS_ENABLED")}
-    os.environ.update(MIA_LENS_CACHE=str(tmp_path_factory.mktemp("worker-cache")), RAY_USAGE_STATS_ENABLED="0")
-    ray.init(address="local", num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield ray.get_runtime_context().gcs_address
-    finally:
-        ray.shutdown()
-        for key, value in saved.items():
-            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+    with pytest.MonkeyPatch.context() as env:  # a module's fixture: the function-scoped monkeypatch is not at hand
+        env.setenv("MIA_LENS_CACHE", str(tmp_path_factory.mktemp("worker-cache")))
+        env.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(address="local", num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            yield ray.get_runtime_context().gcs_address
+        finally:
+            ray.shutdown()
 
 
 @pytest.fixture(scope="module")

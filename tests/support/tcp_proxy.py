@@ -7,6 +7,8 @@ import re
 import socket
 import threading
 
+from tests.support.ports import free_port
+
 #: An HTTP/1.x request line (JSON bodies of token ids never contain one).
 REQUEST_LINE = re.compile(rb"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH) /[^ \r\n]* HTTP/1\.[01]\r\n")
 #: Bytes of one connection's stream kept between reads, so a request line split across two reads is still found.
@@ -14,7 +16,10 @@ TAIL_BYTES = 256
 
 
 class TcpProxy:
-    """Forwards 127.0.0.1:`port` to `target` while started; `stop` closes the listener and every open connection."""
+    """Forwards 127.0.0.1:`port` to `target` while started; `stop` closes the listener and every open connection.
+
+    Without a port it takes one from `free_port`'s block, so no other test worker's server or connection takes it while
+    the proxy is stopped."""
 
     def __init__(self, target: tuple[str, int], port: int = 0):
         self.target, self.port = target, port
@@ -32,7 +37,7 @@ class TcpProxy:
     def start(self) -> "TcpProxy":
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        listener.bind(("127.0.0.1", self.port or free_port()))
         listener.listen(64)
         self.port = listener.getsockname()[1]
         self._listener = listener
