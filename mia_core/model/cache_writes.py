@@ -43,10 +43,14 @@ class WriteBehind:
 
     def close(self) -> None:
         """Wait until every queued entry is written; raises the first failed write's error."""
+        self._drain()
+        self._raise_failed()
+
+    def _drain(self) -> None:
+        """Wait until the writer thread has written every queued entry, and let it end."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-        self._raise_failed()
 
     def _written(self, future: Future) -> None:
         self._room.release()
@@ -65,7 +69,5 @@ class WriteBehind:
     def __exit__(self, kind, value, traceback) -> None:
         if kind is None:
             self.close()
-            return
-        if self._pool is not None:  # the block failed: its error is the one to see; still wait for the writer
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        else:  # the block failed: its error is the one to see; still wait for the writer
+            self._drain()

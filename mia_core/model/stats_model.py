@@ -16,11 +16,11 @@ from ..api.access import ModelAccess
 from ..api.token_stats import TokenStats, TokenStrings
 from ..paths import cache_root
 from .boundary import boundary_token_id
+from .cache_writes import WriteBehind
 from .encoding import encode_texts
 from .forward import Segment, split_windows, window_ids
 from .pipeline import FinishedBatch
 from .policy import StatsPolicy
-from .cache_writes import WriteBehind
 from .stats_cache import StatsCache
 
 WindowPlan = Callable[[int, int, int], list[tuple[int, int, int]]]
