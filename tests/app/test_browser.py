@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from mia_core import METHODS
 from mia_core.audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
@@ -160,7 +161,7 @@ def test_audit_page_shows_a_run_made_outside_the_dashboard(server, server_store)
                 page.get_by_role("button", name="Report (PDF)").click()
             assert download.value.suggested_filename == f"audit-{run_id}.pdf"
             assert open(download.value.path(), "rb").read(5) == b"%PDF-"
-            page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=120_000)  # the click's rerun ends
+            wait_for_rerun(page)  # the click's rerun ends
         page.get_by_text("Books, highest estimated prevalence first").scroll_into_view_if_needed()
         page.locator(".js-plotly-plot").nth(1).wait_for(timeout=60_000)
         page.wait_for_timeout(1500)
@@ -211,11 +212,7 @@ def extraction_from_the_page(page, server: str, folder: Path) -> None:
         page.locator(f".st-key-{radio}").get_by_text("Upload", exact=True).click()
     page.locator('input[type="file"]').nth(2).wait_for(state="attached", timeout=60_000)
     for i, name in enumerate(files):
-        # each upload reruns the page: a file given while that rerun redraws the uploaders can be lost (the third
-        # upload's name never showed once, with two test workers), so wait until the page is idle first
-        page.get_by_test_id("stStatusWidget").wait_for(state="hidden", timeout=120_000)
-        page.locator('input[type="file"]').nth(i).set_input_files(str(folder / name))
-        page.get_by_text(name).first.wait_for(timeout=60_000)
+        upload(page, i, folder / name)
     words = page.get_by_role("spinbutton", name="Words per snippet")
     words.fill("64")
     words.press("Enter")
@@ -230,6 +227,34 @@ def extraction_from_the_page(page, server: str, folder: Path) -> None:
     page.locator(".js-plotly-plot").filter(has_text="max p_z").first.wait_for(timeout=60_000)
     page.wait_for_timeout(1500)
     page.screenshot(path=str(ARTIFACTS / "audit_extraction.png"), full_page=False)
+
+
+def wait_for_rerun(page) -> None:
+    """Until the page's script has finished: Streamlit marks its root `data-test-script-state`. The pause first lets
+    a rerun asked for just now begin (Streamlit's own browser tests wait the same way)."""
+    page.wait_for_timeout(300)
+    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(state="attached",
+                                                                                        timeout=120_000)
+
+
+def upload(page, index: int, path: Path) -> None:
+    """Give `path` to the page's `index`-th file uploader, and return once it is sent and the rerun it asks for has
+    ended. Streamlit's uploader ignores a file given while the page reruns: the uploader shows no file, nothing is
+    sent (2 in 48 uploads given without waiting, on this 2-core machine loaded with 4 busy processes; once in CI even after
+    waiting for the status widget to hide, which it does before the rerun an upload asks for has begun). So wait for
+    the script's own state first, and give the file once more where it was ignored all the same."""
+    chip = page.get_by_test_id("stFileChipName").filter(has_text=path.name)
+    for attempt in range(3):
+        wait_for_rerun(page)
+        page.locator('input[type="file"]').nth(index).set_input_files(str(path))
+        try:
+            chip.first.wait_for(timeout=20_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+    page.get_by_test_id("stFileChipIconSpinner").first.wait_for(state="detached", timeout=120_000)  # sent
+    wait_for_rerun(page)
 
 
 def pick_model(page, option: str) -> None:
