@@ -239,8 +239,8 @@ def wait_for_rerun(page) -> None:
 
 def upload(page, index: int, path: Path) -> None:
     """Give `path` to the page's `index`-th file uploader, and return once it is sent and the rerun it asks for has
-    ended. Streamlit's uploader ignores a file given while the page reruns: the uploader shows no file, nothing is
-    sent (2 in 48 uploads given without waiting, on this 2-core machine loaded with 4 busy processes; once in CI even after
+    ended. Streamlit's uploader ignores a file given while the page reruns: it shows no file and sends nothing (2 in
+    48 uploads given without waiting, on this 2-core machine loaded with 4 busy processes; once in CI even after
     waiting for the status widget to hide, which it does before the rerun an upload asks for has begun). So wait for
     the script's own state first, and give the file once more where it was ignored all the same."""
     chip = page.get_by_test_id("stFileChipName").filter(has_text=path.name)
