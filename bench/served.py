@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import mia_core
-from mia_core.model.loading import demo_folder
+from mia_core.model.demo_weights import demo_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the tests' engine helpers (tests/support/vllm_server.py)

