@@ -241,9 +241,8 @@ def upload(page, index: int, path: Path) -> None:
     """Give `path` to the page's `index`-th file uploader, and return once it is sent and the rerun it asks for has
     ended. Streamlit's uploader ignores a file given while the page reruns: it shows no file and sends nothing (2 in
     48 uploads given without waiting, on this 2-core machine loaded with 4 busy processes; once in CI after waiting
-    for the status widget to hide, which it does before the rerun an upload asks for has begun). So wait for the
-    script's own state first, and give the file again where it was ignored all the same (1 in 60 uploads, with 6
-    busy processes, needed the second try)."""
+    for the status widget to hide, which can happen before the rerun an upload asks for has begun). So wait for the
+    script's own state first, and give the file again should it be ignored all the same."""
     chip = page.get_by_test_id("stFileChipName").filter(has_text=path.name)
     for attempt in range(3):
         wait_for_rerun(page)
