@@ -229,10 +229,10 @@ def extraction_from_the_page(page, server: str, folder: Path) -> None:
     page.screenshot(path=str(ARTIFACTS / "audit_extraction.png"), full_page=False)
 
 
-def wait_for_rerun(page) -> None:
+def wait_for_rerun(page, pause_ms: int = 300) -> None:
     """Until the page's script has finished: Streamlit marks its root `data-test-script-state`. The pause first lets
     a rerun asked for just now begin (Streamlit's own browser tests wait the same way)."""
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(pause_ms)
     page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(state="attached",
                                                                                         timeout=120_000)
 
@@ -260,7 +260,7 @@ def upload(page, index: int, path: Path) -> None:
 def pick_model(page, option: str) -> None:
     """Choose a built-in model in the sidebar by part of its name."""
     page.get_by_test_id("stSidebar").get_by_text(option, exact=False).first.click()
-    page.wait_for_timeout(1500)
+    wait_for_rerun(page, pause_ms=1500)  # the model's load ends with the rerun
 
 
 def run_benchmark(page, per_class: str, run: str) -> None:
@@ -270,7 +270,7 @@ def run_benchmark(page, per_class: str, run: str) -> None:
     count.wait_for(timeout=120_000)
     count.fill(per_class)
     count.press("Enter")
-    page.wait_for_timeout(1500)
+    wait_for_rerun(page, pause_ms=1500)
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_text(f"Run {run} ·", exact=False).first.wait_for(timeout=300_000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
