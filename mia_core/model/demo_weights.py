@@ -21,13 +21,14 @@ from .load_lock import LOAD_LOCK
 def demo_folder() -> Path:
     """The demo model as safetensors in the cache, converted from the package's GGUF on first use."""
     gguf = demo_gguf_path()
-    target = cache_root() / "models" / f"smollm2-135m-{file_sha256(gguf)[:12]}"
+    root = cache_root()
+    target = root / "models" / f"smollm2-135m-{file_sha256(gguf)[:12]}"
     if (target / "config.json").exists():
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    (cache_root() / "locks").mkdir(exist_ok=True)
-    with LOAD_LOCK, FileLock(cache_root() / "locks" / f"{target.name}.lock"):
+    (root / "locks").mkdir(exist_ok=True)
+    with LOAD_LOCK, FileLock(root / "locks" / f"{target.name}.lock"):
         if (target / "config.json").exists():  # another thread or process converted it while this one waited
             return target
         tmp = target.with_name(f"{target.name}.{uuid.uuid4().hex}.tmp")  # unique per writer, where locks fail
