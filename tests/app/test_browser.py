@@ -7,12 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
 from mia_core import METHODS
 from mia_core.audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
 from tests.support.dashboard import ROOT
 from tests.support.grid import WITH_INTERVAL, grid_rows, metrics_row
+from tests.support.page_actions import (
+    click_when_settled, pick_model, set_number, shown_or_failed, upload, wait_for_rerun,
+)
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -213,15 +214,14 @@ def extraction_from_the_page(page, server: str, folder: Path) -> None:
     page.locator('input[type="file"]').nth(2).wait_for(state="attached", timeout=60_000)
     for i, name in enumerate(files):
         upload(page, i, folder / name)
-    words = page.get_by_role("spinbutton", name="Words per snippet")
-    words.fill("64")
-    words.press("Enter")
-    page.get_by_text("Extraction: can the model reproduce these books word for word?").click()
-    page.get_by_text("Extraction cost before it runs", exact=False).wait_for(timeout=120_000)
-    assert "within the" in page.get_by_text("Extraction cost before it runs", exact=False).inner_text()
-    page.get_by_role("button", name="Run audit").click()
+    set_number(page, "Words per snippet", 64)
+    click_when_settled(page, page.get_by_text("Extraction: can the model reproduce these books word for word?"))
+    cost = page.get_by_text("Extraction cost before it runs", exact=False)
+    cost.wait_for(timeout=120_000)
+    assert "within the" in cost.inner_text()
+    click_when_settled(page, page.get_by_role("button", name="Run audit"))
     heading = page.get_by_role("heading", name="Verbatim extraction")
-    heading.wait_for(timeout=300_000)
+    shown_or_failed(page, heading, 300_000)
     assert page.get_by_text("mit-license", exact=False).count() >= 1
     heading.scroll_into_view_if_needed()
     page.locator(".js-plotly-plot").filter(has_text="max p_z").first.wait_for(timeout=60_000)
@@ -229,50 +229,12 @@ def extraction_from_the_page(page, server: str, folder: Path) -> None:
     page.screenshot(path=str(ARTIFACTS / "audit_extraction.png"), full_page=False)
 
 
-def wait_for_rerun(page, pause_ms: int = 300) -> None:
-    """Until the page's script has finished: Streamlit marks its root `data-test-script-state`. The pause first lets
-    a rerun asked for just now begin (Streamlit's own browser tests wait the same way)."""
-    page.wait_for_timeout(pause_ms)
-    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(state="attached",
-                                                                                        timeout=120_000)
-
-
-def upload(page, index: int, path: Path) -> None:
-    """Give `path` to the page's `index`-th file uploader, and return once it is sent and the rerun it asks for has
-    ended. Streamlit's uploader ignores a file given while the page reruns: it shows no file and sends nothing (2 in
-    48 uploads given without waiting, on this 2-core machine loaded with 4 busy processes; once in CI after waiting
-    for the status widget to hide, which can happen before the rerun an upload asks for has begun). So wait for the
-    script's own state first, and give the file again should it be ignored all the same."""
-    chip = page.get_by_test_id("stFileChipName").filter(has_text=path.name)
-    for attempt in range(3):
-        wait_for_rerun(page)
-        page.locator('input[type="file"]').nth(index).set_input_files(str(path))
-        try:
-            chip.first.wait_for(timeout=10_000)  # shown within 1 s when taken
-            break
-        except PlaywrightTimeout:
-            if attempt == 2:
-                raise
-    page.get_by_test_id("stFileChipIconSpinner").first.wait_for(state="detached", timeout=120_000)  # sent
-    wait_for_rerun(page)
-
-
-def pick_model(page, option: str) -> None:
-    """Choose a built-in model in the sidebar by part of its name."""
-    page.get_by_test_id("stSidebar").get_by_text(option, exact=False).first.click()
-    wait_for_rerun(page, pause_ms=1500)  # the model's load ends with the rerun
-
-
 def run_benchmark(page, per_class: str, run: str) -> None:
     """Run the Benchmark page's default methods on that many demo texts per class; wait until run `run` ("#1 demo")
     is drawn."""
-    count = page.get_by_label("Texts per class (a seeded sample; fewer = faster)")
-    count.wait_for(timeout=120_000)
-    count.fill(per_class)
-    count.press("Enter")
-    wait_for_rerun(page, pause_ms=1500)
-    page.get_by_role("button", name="Run", exact=True).click()
-    page.get_by_text(f"Run {run} ·", exact=False).first.wait_for(timeout=300_000)
+    set_number(page, "Texts per class (a seeded sample; fewer = faster)", per_class)
+    click_when_settled(page, page.get_by_role("button", name="Run", exact=True))
+    shown_or_failed(page, page.get_by_text(f"Run {run} ·", exact=False), 300_000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
     page.wait_for_timeout(1500)
 

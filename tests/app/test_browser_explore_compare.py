@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from mia_core import datasets
-from tests.app.test_browser import ARTIFACTS, CHROMIUM, pick_model
+from tests.app.test_browser import ARTIFACTS, CHROMIUM
+from tests.support.page_actions import pick_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]

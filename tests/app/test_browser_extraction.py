@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.app.test_browser import ARTIFACTS, CHROMIUM
+from tests.support.page_actions import click_when_settled, set_number, shown_or_failed
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
@@ -35,19 +36,15 @@ def test_explore_extraction_view_in_chromium(server):
         page.keyboard.press("Control+Enter")
         page.get_by_text("Extraction: can the model reproduce this text word for word?").click()
         for label, value in SETTINGS.items():
-            field = page.get_by_role("spinbutton", name=label)
-            field.wait_for(timeout=60_000)
-            field.fill(value)
-            field.press("Enter")
-            page.wait_for_timeout(700)
+            set_number(page, label, value)
         cost = page.get_by_text("Cost before running:", exact=False)
         cost.wait_for(timeout=60_000)
         page.wait_for_function("() => document.body.innerText.includes('× 41 tokens (a lead token + prefix 20 + "
                                "suffix 20)')", timeout=60_000)
         assert "within the 50,000 one request may cost" in cost.inner_text()
-        page.get_by_role("button", name="Run extraction").click()
+        click_when_settled(page, page.get_by_role("button", name="Run extraction"))
         view = page.locator("#explore-extraction")
-        view.wait_for(timeout=180_000)
+        shown_or_failed(page, view, 180_000)
         assert "Row, row, row your boat" in view.inner_text() and "<kitchen>" in view.inner_text()  # escaped, shown
         assert view.locator(".mia-x").count() >= 2 and page.locator(".mia-x-legend").count() == 1
         assert view.locator(".mia-x-greedy").count() >= 1  # the refrain, once said, comes back greedily
