@@ -35,7 +35,7 @@ def test_explore_page_in_chromium(server):
         box.wait_for(timeout=120_000)
         box.fill("The quick brown fox jumps over the lazy dog.\nIt was the best of times, it was the worst of times.")
         page.keyboard.press("Control+Enter")
-        page.get_by_role("button", name="Score").click()
+        click_when_settled(page, page.get_by_role("button", name="Score"))
         heatmap = page.locator("#heatmap-min_k_pp")
         heatmap.wait_for(timeout=180_000)
         assert page.locator(".mia-legend").count() >= 1
@@ -276,7 +276,7 @@ def test_new_methods_in_chromium(server):
         methods.get_by_role("button", name="Clear all").click()
         choose(page, "Methods (two are shown", "Gap-K%")
         choose(page, "Methods (two are shown", "SURP")
-        page.get_by_role("button", name="Score").click()
+        click_when_settled(page, page.get_by_role("button", name="Score"))
         heatmap = page.locator("#heatmap-gap_k")
         heatmap.wait_for(timeout=180_000)
         assert page.locator("#heatmap-surp .mia-tok").count() > 10

@@ -9,6 +9,7 @@ import pytest
 
 from tests.app.test_browser import CHROMIUM
 from tests.support.dashboard import running_dashboard
+from tests.support.page_actions import click_when_settled
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
@@ -33,7 +34,7 @@ def test_closing_the_tab_stops_its_scoring_within_10_s(tmp_path):
             box.fill(text)
             page.keyboard.press("Control+Enter")
             page.get_by_text("Estimated cost", exact=False).first.wait_for(timeout=120_000)  # the model loaded
-            page.get_by_role("button", name="Score").click()
+            click_when_settled(page, page.get_by_role("button", name="Score"))
             page.get_by_text("Running the model", exact=False).first.wait_for(timeout=60_000)
             page.wait_for_timeout(2000)  # the model is computing (≈ 6,000 tokens: tens of seconds on a CPU)
             assert CANCELLED not in log_path.read_text()

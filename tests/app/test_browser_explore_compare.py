@@ -9,7 +9,7 @@ import pytest
 
 from mia_core import datasets
 from tests.app.test_browser import ARTIFACTS, CHROMIUM
-from tests.support.page_actions import pick_model
+from tests.support.page_actions import click_when_settled, pick_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
@@ -34,11 +34,11 @@ def test_explore_compares_two_models_side_by_side_in_chromium(server):
         text = member_text()
         box.fill(text)
         page.keyboard.press("Control+Enter")
-        page.get_by_role("button", name="Score").click()
+        click_when_settled(page, page.get_by_role("button", name="Score"))
         page.locator("#heatmap-min_k_pp").wait_for(timeout=180_000)
         assert page.locator(".st-key-explore_compare_previous").count() == 0  # one model so far: no comparison
         pick_model(page, "demo-known adapter")
-        page.get_by_role("button", name="Score").click()
+        click_when_settled(page, page.get_by_role("button", name="Score"))
         previous = page.locator(".st-key-explore_compare_previous")
         current = page.locator(".st-key-explore_compare_current")
         previous.wait_for(timeout=180_000)

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.app.test_browser import ARTIFACTS, CHROMIUM
+from tests.support.page_actions import click_when_settled
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
@@ -33,7 +34,7 @@ def test_a_served_model_from_a_link_in_chromium(server, vllm_demo):
         box = page.locator("textarea").first
         box.fill("The harbour of the old town was full of fishing boats at dawn.")
         page.keyboard.press("Control+Enter")
-        page.get_by_role("button", name="Score").click()
+        click_when_settled(page, page.get_by_role("button", name="Score"))
         heatmap = page.locator("#heatmap-min_k")
         heatmap.wait_for(timeout=180_000)
         assert "fishing boats" in heatmap.inner_text()
