@@ -55,7 +55,7 @@ def set_number(page, label: str, value: int | str) -> None:
 
 def click_when_settled(page, locator) -> None:
     """Click `locator` once the page's script has finished: a click during a rerun once sent the page's state from
-    before a number typed just earlier (an audit of 512-word snippets where 64 was typed: 2 in 44 tries on a loaded
+    before a number typed just earlier (an audit of 512-word snippets where 64 was typed: 2 in 24 tries on a loaded
     2-core machine, and once in CI)."""
     wait_for_rerun(page)
     locator.click()
