@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from mia_core import METHODS
 from mia_core.audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
 from tests.support.dashboard import ROOT

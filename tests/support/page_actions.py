@@ -9,6 +9,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 #: The root element's mark of the script's state: "running" while it reruns, "notRunning" once it is done.
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+RUNNING = "[data-testid='stApp'][data-test-script-state='running']"
 
 
 def wait_for_rerun(page, pause_ms: int = 300) -> None:
@@ -16,6 +17,16 @@ def wait_for_rerun(page, pause_ms: int = 300) -> None:
     browser tests wait the same way)."""
     page.wait_for_timeout(pause_ms)
     page.locator(IDLE).wait_for(state="attached", timeout=120_000)
+
+
+def wait_for_run(page, start_s: float = 5.0) -> None:
+    """Until the rerun an action just asked for has begun and ended: its start is awaited for up to `start_s` (a run
+    too short to be seen, or never asked for, costs that wait), then its end (`wait_for_rerun`)."""
+    try:
+        page.locator(RUNNING).wait_for(state="attached", timeout=start_s * 1000)
+    except PlaywrightTimeout:
+        pass
+    wait_for_rerun(page, pause_ms=0)
 
 
 def upload(page, index: int, path: Path) -> None:
@@ -45,9 +56,11 @@ def set_number(page, label: str, value: int | str) -> None:
     field.wait_for(timeout=120_000)
     for _ in range(3):
         wait_for_rerun(page)
+        if field.input_value() == text:  # already so: Enter asks for no rerun
+            return
         field.fill(text)
         field.press("Enter")
-        wait_for_rerun(page)
+        wait_for_run(page)
         if field.input_value() == text:
             return
     raise AssertionError(f"the field {label!r} does not keep {text} (it shows {field.input_value()})")
@@ -77,4 +90,4 @@ def shown_or_failed(page, locator, timeout_ms: int) -> None:
 def pick_model(page, option: str) -> None:
     """Choose a built-in model in the sidebar by part of its name."""
     page.get_by_test_id("stSidebar").get_by_text(option, exact=False).first.click()
-    wait_for_rerun(page, pause_ms=1500)  # the model's load ends with the rerun
+    wait_for_run(page)  # the model's load ends with the rerun
