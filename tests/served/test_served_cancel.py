@@ -39,7 +39,9 @@ def test_a_cancelled_run_sends_nothing_more(vllm_demo):
             served.token_stats(TEXTS, progress=progress, cache=False)
         assert served_threads() == []  # the requests in flight were waited for, the queued ones dropped
         sent, connections = proxy.requests - before, proxy.connections
-        assert 3 <= sent <= 3 + CONCURRENCY  # the 3 answered, and at most those in flight when it was cancelled
+        # the 3 answered, and at most the 2 × CONCURRENCY more the pool had taken on (`served.pool.answers` keeps as
+        # many queued as running): a thread that finished may have started a queued one before the cancel reached it
+        assert 3 <= sent <= 3 + 2 * CONCURRENCY < len(TEXTS)
         time.sleep(3)  # long enough for a few more 40-word windows on this engine
         assert proxy.requests - before == sent and proxy.connections == connections  # nothing sent after the cancel
         again = served.token_stats(TEXTS[:2], cache=False)  # the model is not left cancelled
