@@ -67,9 +67,9 @@ def set_number(page, label: str, value: int | str) -> None:
 
 
 def click_when_settled(page, locator) -> None:
-    """Click `locator` once the page's script has finished: a click during a rerun once sent the page's state from
-    before a number typed just earlier (an audit of 512-word snippets where 64 was typed: 2 in 24 tries on a loaded
-    2-core machine, and once in CI)."""
+    """Click `locator` once the page's script has finished. A number typed just earlier was lost around a click made
+    during a rerun (an audit of 512-word snippets where 64 was typed: 2 in 24 tries on a loaded 2-core machine, and
+    once in CI; where inside Streamlit it is lost is not known)."""
     wait_for_rerun(page)
     locator.click()
 
