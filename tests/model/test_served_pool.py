@@ -5,55 +5,59 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Callable
 
 from mia_core.model.served.pool import answers
+from tests.served.test_served_cancel import served_threads
 
 CONCURRENCY = 2
 
 
-def test_a_closed_run_starts_nothing_more_and_at_most_twice_the_concurrency_beyond_what_it_read():
+def recorded_calls(n: int, release: threading.Event | None = None) -> tuple[list[Callable[[], int]], list[int]]:
+    """`n` calls answering k * k, and the list of the calls started, in order; with `release`, those from the fourth
+    on wait for it (a server slow from then on)."""
     started, lock = [], threading.Lock()
 
-    def call(k: int):
+    def call(k: int) -> Callable[[], int]:
         def run() -> int:
             with lock:
                 started.append(k)
+            if release is not None and k >= 3:
+                release.wait(10)
             return k * k
         return run
 
-    cancelled = threading.Event()
-    run = answers([call(k) for k in range(40)], CONCURRENCY, cancelled)
-    read = [next(run) for _ in range(3)]
-    deadline = time.monotonic() + 30
-    while len(started) < 3 + 2 * CONCURRENCY and time.monotonic() < deadline:  # a slow reader: the pool runs ahead
+    return [call(k) for k in range(n)], started
+
+
+def wait_started(started: list[int], n: int, timeout_s: float = 30) -> None:
+    """Until `n` calls have started, or the timeout has passed (the test's assertion then says what did)."""
+    deadline = time.monotonic() + timeout_s
+    while len(started) < n and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+def test_a_closed_run_starts_nothing_more_and_at_most_twice_the_concurrency_beyond_what_it_read():
+    calls, started = recorded_calls(40)
+    cancelled = threading.Event()
+    run = answers(calls, CONCURRENCY, cancelled)
+    read = [next(run) for _ in range(3)]
+    wait_started(started, 3 + 2 * CONCURRENCY)  # a slow reader: the pool runs ahead
     time.sleep(0.2)
     assert len(started) == 3 + 2 * CONCURRENCY  # each answer read put one more call in; no more than that
-    run.close()  # the cancel
-    time.sleep(0.2)
+    run.close()  # the cancel: it returns once the pool's threads have ended
     assert len(started) == 3 + 2 * CONCURRENCY and not cancelled.is_set()  # nothing after it; the flag cleared
     assert [a for _, a in read] == [k * k for k, _ in read]
-    assert not [t for t in threading.enumerate() if t.name.startswith("served")]
+    assert served_threads() == []
 
 
 def test_a_closed_run_drops_its_queued_calls_and_waits_for_those_running():
-    started, lock, release = [], threading.Lock(), threading.Event()
-
-    def call(k: int):
-        def run() -> int:
-            with lock:
-                started.append(k)
-            if k >= 3:
-                release.wait(10)  # the server is slow from the fourth request on
-            return k
-        return run
-
+    release = threading.Event()
+    calls, started = recorded_calls(40, release)
     cancelled = threading.Event()
-    run = answers([call(k) for k in range(40)], CONCURRENCY, cancelled)
+    run = answers(calls, CONCURRENCY, cancelled)
     read = sorted(next(run)[0] for _ in range(3))
-    deadline = time.monotonic() + 30
-    while len(started) < 3 + CONCURRENCY and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_started(started, 3 + CONCURRENCY)
     timer = threading.Timer(0.5, release.set)  # the two running calls answer only after the cancel
     timer.start()
     run.close()
@@ -62,4 +66,4 @@ def test_a_closed_run_drops_its_queued_calls_and_waits_for_those_running():
     assert read == [0, 1, 2]
     assert sorted(started) == [0, 1, 2, 3, 4]  # 5 and 6 were queued: dropped, never sent
     assert returned_after_release  # the close waited for the two running calls
-    assert not [t for t in threading.enumerate() if t.name.startswith("served")] and not cancelled.is_set()
+    assert served_threads() == [] and not cancelled.is_set()
