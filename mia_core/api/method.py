@@ -139,6 +139,9 @@ class MethodSpec:
         attribute): what the dashboard's cost estimate counts (a backward pass counts as two forward ones).
     paper, fails, lesson : where it comes from, when it fails (one or two sentences from the literature or the
         spec), and its place in the teaching order (`LESSON_STAGES`); shown on Learn.
+    batch : optional batch form `batch(stats_batch, params, **inputs) -> (b,) float64 values` of a method without a
+        `prepare` hook: the values `fn` gives text by text, in one vectorised pass over a `StatsBatch` (texts with at
+        least one scored token; `mia_core.score_texts` scores batches with it, `fn` stays for single texts and errors).
     """
 
     name: str
@@ -160,6 +163,7 @@ class MethodSpec:
     paper: Paper | None = None
     fails: str = ""
     lesson: int = 0
+    batch: Callable[..., Any] | None = None
 
     @property
     def stage(self) -> str:

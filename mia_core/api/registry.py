@@ -22,7 +22,7 @@ def register(name: str, *, label: str, summary: str, reading: Callable[[float], 
              access: AccessNeeds, view: TokenView, params: type = NoParams, needs: tuple[str, ...] = ("stats",),
              token_level: bool = True, cost: str = "1 forward pass", prepare: Callable[..., Any] | None = None,
              supervised: Supervised | None = None, extra_passes: Callable[[Any], float] = lambda params: 0,
-             paper: Paper | None = None, fails: str = "", lesson: int = 0):
+             paper: Paper | None = None, fails: str = "", lesson: int = 0, batch: Callable[..., Any] | None = None):
     """Decorator adding a scorer `fn(stats, params, **inputs) -> Score` to `METHODS`, with all it declares.
 
     `access` says what it reads of the model, `view` how its token scores read, `cost` its relative cost in
@@ -30,7 +30,8 @@ def register(name: str, *, label: str, summary: str, reading: Callable[[float], 
     passes over a text's tokens it adds to the statistics pass (0: it reads the statistics). `paper`, `fails` (when it
     fails, from the literature) and `lesson` (its place in the teaching order, `LESSON_STAGES`) are what Learn shows.
     `reading`, `formula`, `idea`, `access`, `view`, `paper`, `fails` and `lesson` have no usable default: a method is
-    registered whole or not at all.
+    registered whole or not at all. `batch` is the optional batch form of a method that reads only what it is given
+    (`MethodSpec.batch`).
     """
     unknown = set(needs) - set(NEEDS)
     if unknown:
@@ -46,10 +47,12 @@ def register(name: str, *, label: str, summary: str, reading: Callable[[float], 
                          f"(got {lesson!r})")
     if supervised is not None and supervised.fits not in needs:
         raise ValueError(f"method {name!r}: what it fits ({supervised.fits!r}) must be one of its needs")
+    if batch is not None and (prepare is not None or supervised is not None):
+        raise ValueError(f"method {name!r}: a batch form is for methods that read only what they are given")
 
     def wrap(fn: Callable[..., Score]) -> Callable[..., Score]:
         METHODS[name] = MethodSpec(name, fn, params, tuple(needs), label, summary, token_level, access, cost, reading,
-                                   formula, idea, view, prepare, supervised, extra_passes, paper, fails, lesson)
+                                   formula, idea, view, prepare, supervised, extra_passes, paper, fails, lesson, batch)
         return fn
 
     return wrap

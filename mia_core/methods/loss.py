@@ -6,8 +6,14 @@ import math
 import numpy as np
 
 from ..api import (
-    LOGP, LOGP_RANGE, AccessNeeds, NoParams, Paper, Score, TokenStats, TokenView, mean_of_all, register, require_tokens,
+    LOGP, LOGP_RANGE, AccessNeeds, NoParams, Paper, Score, StatsBatch, TokenStats, TokenView, batch_mean, mean_of_all,
+    register, require_tokens,
 )
+
+
+def loss_batch(batch: StatsBatch, params: NoParams) -> np.ndarray:
+    """`loss` of every text of a batch: each row's mean log p."""
+    return batch_mean(batch.logprob, batch.valid)
 
 
 @register("loss", access=AccessNeeds(),
@@ -23,7 +29,7 @@ from ..api import (
                             f"(perplexity {math.exp(min(-v, 700)):.1f}).",
           formula=r"\mathrm{score}(x) = \frac{1}{n}\sum_{t} \log p(x_t \mid x_{<t})",
           idea="Models fit their training data: members have higher likelihood (lower loss).",
-          summary="Mean log-probability of the text's tokens; members are more likely.")
+          summary="Mean log-probability of the text's tokens; members are more likely.", batch=loss_batch)
 def loss(stats: TokenStats, params: NoParams) -> Score:
     """Sequence score = mean of `logprob` (higher = member)."""
     require_tokens(stats)

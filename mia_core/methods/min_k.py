@@ -6,13 +6,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..api import (
-    LOGP, LOGP_RANGE, AccessNeeds, KParams, Paper, Score, TokenStats, TokenView, lowest_k, register, require_tokens,
+    LOGP, LOGP_RANGE, AccessNeeds, KParams, Paper, Score, StatsBatch, TokenStats, TokenView, batch_lowest_k, lowest_k,
+    register, require_tokens,
 )
 
 
 @dataclass(frozen=True)
 class MinKParams(KParams):
     """k: the fraction of tokens (lowest log-probs) averaged."""
+
+
+def min_k_batch(batch: StatsBatch, params: MinKParams) -> np.ndarray:
+    """`min_k` of every text of a batch: the mean of each row's k% lowest log p."""
+    return batch_lowest_k(batch.logprob, batch.lengths, params.k)
 
 
 @register("min_k", access=AccessNeeds(),
@@ -29,7 +35,8 @@ class MinKParams(KParams):
           formula=r"\mathrm{score}(x) = \frac{1}{|S|}\sum_{t\in S} \log p(x_t \mid x_{<t}),\ "
                   r"S = \text{the } k\% \text{ lowest}",
           idea="Non-members contain a few very surprising tokens; members rarely do.",
-          summary="Mean log-prob of the k% least likely tokens: non-members contain a few outlier tokens.")
+          summary="Mean log-prob of the k% least likely tokens: non-members contain a few outlier tokens.",
+          batch=min_k_batch)
 def min_k(stats: TokenStats, params: MinKParams) -> Score:
     """Token score = `logprob`; sequence score = mean of the lowest k%."""
     require_tokens(stats)

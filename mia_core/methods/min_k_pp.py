@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..api import AccessNeeds, KParams, Paper, Score, TokenStats, TokenView, lowest_k, register, require_tokens
+from ..api import (
+    AccessNeeds, KParams, Paper, Score, StatsBatch, TokenStats, TokenView, batch_lowest_k, lowest_k, register,
+    require_tokens,
+)
 
 SIGMA_FLOOR = 1e-12
 
@@ -29,6 +32,14 @@ def min_k_pp_token_scores(stats: TokenStats) -> np.ndarray:
     np.maximum(sigma, SIGMA_FLOOR, out=sigma)
     z /= sigma
     return z
+
+
+def min_k_pp_batch(batch: StatsBatch, params: MinKPlusPlusParams) -> np.ndarray:
+    """`min_k_pp` of every text of a batch: the same z-scores in float64 (NaN in the padding), then each row's k%
+    lowest."""
+    z = batch.logprob - batch.padded("mu")
+    z /= np.maximum(batch.padded("sigma"), SIGMA_FLOOR)  # NaN padding stays NaN: np.maximum propagates it
+    return batch_lowest_k(z, batch.lengths, params.k)
 
 
 @register("min_k_pp",
@@ -52,7 +63,8 @@ def min_k_pp_token_scores(stats: TokenStats) -> np.ndarray:
           formula=r"z_t = \frac{\log p(x_t \mid x_{<t}) - \mu_t}{\sigma_t},\ \mu_t = \mathbb{E}_{v\sim p}\log p(v),\ "
                   r"\sigma_t^2 = \mathrm{Var}_{v\sim p}\log p(v),\ \mathrm{score} = \text{mean of the } k\% \text{ lowest } z_t",
           idea="Training pushes each true token towards a mode of the next-token distribution; average the k% lowest z.",
-          summary="Min-K% on z-scored log-probs: is each true token a mode of the model's prediction?")
+          summary="Min-K% on z-scored log-probs: is each true token a mode of the model's prediction?",
+          batch=min_k_pp_batch)
 def min_k_pp(stats: TokenStats, params: MinKPlusPlusParams) -> Score:
     """Sequence score = mean of the lowest k% of the z-scored log-probs."""
     require_tokens(stats)

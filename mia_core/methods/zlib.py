@@ -5,12 +5,22 @@ import zlib as _zlib
 
 import numpy as np
 
-from ..api import LOGP, LOGP_RANGE, AccessNeeds, NoParams, Paper, Score, TokenStats, TokenView, register, require_tokens
+from ..api import (
+    LOGP, LOGP_RANGE, AccessNeeds, NoParams, Paper, Score, StatsBatch, TokenStats, TokenView, batch_mean, register,
+    require_tokens,
+)
 
 
 def zlib_bytes(text: str) -> int:
     """Length of the UTF-8 text compressed by zlib at its default level."""
     return len(_zlib.compress(text.encode("utf-8")))
+
+
+def zlib_batch(batch: StatsBatch, params: NoParams) -> np.ndarray:
+    """`zlib_ratio` of every text of a batch: each row's mean log p over its scored text's compressed size (zlib
+    itself runs per text: it is the method's definition)."""
+    sizes = np.fromiter((zlib_bytes(st.scored_text) for st in batch.stats), np.float64, len(batch.stats))
+    return batch_mean(batch.logprob, batch.valid) / sizes
 
 
 @register("zlib", access=AccessNeeds(),
@@ -28,7 +38,8 @@ def zlib_bytes(text: str) -> int:
                             "that are simply repetitive or predictable.",
           formula=r"\mathrm{score}(x) = \frac{\frac{1}{n}\sum_t \log p(x_t \mid x_{<t})}{\mathrm{zlib}(x)}",
           idea="Divides out how compressible (generically predictable) the text is.",
-          summary="−loss divided by the zlib-compressed size: discounts texts that are simply predictable.")
+          summary="−loss divided by the zlib-compressed size: discounts texts that are simply predictable.",
+          batch=zlib_batch)
 def zlib_ratio(stats: TokenStats, params: NoParams) -> Score:
     """`mean(logprob) / zlib_bytes(text)`; token scores are the log-probs, all selected.
 

@@ -9,12 +9,12 @@ import torch
 from torch import nn
 
 from ..api.access import FULL_ACCESS, ModelAccess
-from .forward import Segment
 from .placement import cuda_devices, input_device
 from .identity import tokenizer_fingerprint
-from .pipeline import FinishedBatch, iter_batches
+from .pipeline import FinishedBatch, Wave, iter_wave_batches
 from .stats_cache import StatsCache
 from .stats_model import StatsModel
+from .waves import plan_waves
 
 #: Padded tokens per batch on CPU; on CUDA the budget comes from free memory.
 CPU_BATCH_TOKENS = 4096
@@ -70,10 +70,17 @@ class LanguageModel(StatsModel):
     def __repr__(self) -> str:
         return f"LanguageModel({self.name!r}, device={self.device}, dtype={self.dtype}, fingerprint={self.fingerprint})"
 
-    def _batches(self, segments: list[Segment], budget: int, progress) -> Iterator[FinishedBatch]:
+    def _batches(self, waves: Iterator[Wave], budget: int, progress) -> Iterator[FinishedBatch]:
         """The forward passes of the segments, batch by batch under the token budget (halved on out-of-memory)."""
-        return iter_batches(self.model, segments, batch_tokens=budget, pad_id=self.pad_id, progress=progress,
-                            min_batch_tokens=self.max_length)
+        return iter_wave_batches(self.model, waves, batch_tokens=budget, pad_id=self.pad_id, progress=progress,
+                                 min_batch_tokens=self.max_length)
+
+    def _wave_plan(self, texts: list[str], budget: int) -> list[tuple[int, int]]:
+        """On CUDA, waves (`waves.plan_waves`): each next one is tokenised while the device runs the one before; on
+        the CPU one wave, as a launch there computes (nothing to overlap) and one wave packs best."""
+        if self.device.type != "cuda":
+            return super()._wave_plan(texts, budget)
+        return plan_waves([len(t) for t in texts], budget)
 
     def auto_batch_tokens(self) -> int:
         """Token budget per batch: fixed on CPU; on CUDA, sized from free memory (a heuristic)."""

@@ -9,6 +9,10 @@ one. On the CPU a batch is finished as soon as it is launched: the same order an
 to gain. At most `LOOKAHEAD` batches wait on the device beyond the one being finished, so memory stays bounded:
 a waiting batch holds only its statistics (a few floats per token), never its activations or logits.
 
+Segments come in *waves* (`Wave`: the texts tokenised together, `stats_model.plan_waves`): each wave is packed on
+its own, and the next one is asked for as soon as the current one's first batch is launched, so on CUDA the host
+tokenises it while the device runs, and the first batch starts after the first wave is tokenised, not all texts.
+
 A CUDA out-of-memory error while a batch is launched halves the token budget: what was launched before it is
 finished and kept, and the segments not yet finished are packed again at the smaller budget.
 """
@@ -122,10 +126,26 @@ def split_tail(batches: list[list[int]], cuts: int = TAIL_CUTS) -> list[list[int
     return head + [last]
 
 
+@dataclass(frozen=True)
+class Wave:
+    """Segments of the texts tokenised together: they follow the segments of earlier waves (`FinishedBatch.indices`
+    count across waves); `expected_tokens` is the fed tokens of all waves as far as known (exact in the last wave);
+    `last` says no wave follows."""
+
+    segments: list[Segment]
+    expected_tokens: int
+    last: bool
+
+
+def iter_batches(model: nn.Module, segments: list[Segment], **options) -> Iterator[FinishedBatch]:
+    """`iter_wave_batches` of segments that are all known at once (one wave)."""
+    return iter_wave_batches(model, iter([Wave(segments, sum(len(s.ids) for s in segments), True)]), **options)
+
+
 @torch.inference_mode()
-def iter_batches(
+def iter_wave_batches(
     model: nn.Module,
-    segments: list[Segment],
+    waves: Iterator[Wave],
     *,
     batch_tokens: int,
     pad_id: int = 0,
@@ -134,11 +154,14 @@ def iter_batches(
     lookahead: int | None = None,
     device_mask: bool | None = None,
 ) -> Iterator[FinishedBatch]:
-    """Statistics of the scored tokens of every segment, batch by batch as the batches finish (longest first).
+    """Statistics of the scored tokens of every segment, batch by batch as the batches finish (longest first within
+    a wave).
 
-    Every segment is in exactly one `FinishedBatch`. On a CUDA out-of-memory error the budget is halved (not below
-    `min_batch_tokens`; at it, the error is raised) and the unfinished segments are packed again.
-    progress : called as progress(tokens fed so far, all tokens) after each batch.
+    Every segment is in exactly one `FinishedBatch`. Each wave is packed on its own; the next wave is asked for
+    (tokenised, by whoever makes the waves) right after the current wave's first batch is launched, so on CUDA it
+    is made while the device runs, and launching ahead goes on across waves. On a CUDA out-of-memory error the budget
+    is halved (not below `min_batch_tokens`; at it, the error is raised) and the unfinished segments are packed again.
+    progress : called as progress(tokens fed so far, all tokens as far as known) after each batch.
     lookahead : batches launched beyond the one being finished (default `LOOKAHEAD` on CUDA, 0 elsewhere: on the
         CPU a launch computes, so launching early would only hold a second batch's statistics for nothing).
     device_mask : build padded batches' attention masks on the device (`device_mask`; default on CUDA where the model
@@ -150,9 +173,10 @@ def iter_batches(
         lookahead = LOOKAHEAD if device.type == "cuda" else 0
     if device_mask is None:
         device_mask = device.type == "cuda" and takes_device_mask(model)
-    total = sum(len(s.ids) for s in segments)
+    segments: list[Segment] = []
     finished: set[int] = set()
-    done, budget, left = 0, batch_tokens, list(range(len(segments)))
+    in_flight: deque[_Launched] = deque()
+    done, budget, total = 0, batch_tokens, 0
 
     def finish(job: _Launched) -> FinishedBatch:
         nonlocal done
@@ -160,25 +184,33 @@ def iter_batches(
         done += job.fed
         finished.update(job.indices)
         if progress is not None:
-            progress(done, total)
+            progress(done, max(done, total))
         return FinishedBatch(job.indices, stats, budget)
 
-    while left:
-        in_flight: deque[_Launched] = deque()
-        try:
-            batches = pack_batches([segments[i] for i in left], budget)
-            for batch in split_tail(batches) if lookahead else batches:
-                in_flight.append(_launch(model, split, segments, [left[j] for j in batch], pad_id, device, device_mask))
-                if len(in_flight) > lookahead:
+    wave = next(waves, None)
+    while wave is not None:
+        left = list(range(len(segments), len(segments) + len(wave.segments)))
+        segments += wave.segments
+        total = max(total, wave.expected_tokens)
+        coming = None  # the next wave, asked for once this one's first batch is launched
+        while left:
+            try:
+                batches = [[left[j] for j in batch] for batch in pack_batches([segments[i] for i in left], budget)]
+                for batch in split_tail(batches) if lookahead and wave.last else batches:
+                    in_flight.append(_launch(model, split, segments, batch, pad_id, device, device_mask))
+                    if coming is None and not wave.last:  # the device has work: make the next wave meanwhile
+                        coming = next(waves)
+                    if len(in_flight) > lookahead:
+                        yield finish(in_flight.popleft())
+                left = []
+            except torch.cuda.OutOfMemoryError:
+                if budget <= min_batch_tokens:
+                    raise
+                while in_flight:  # launched before the error: their work is valid, keep it
                     yield finish(in_flight.popleft())
-            while in_flight:
-                yield finish(in_flight.popleft())
-            return
-        except torch.cuda.OutOfMemoryError:
-            if budget <= min_batch_tokens:
-                raise
-        while in_flight:  # launched before the error: their work is valid, keep it
-            yield finish(in_flight.popleft())
-        torch.cuda.empty_cache()
-        budget = max(min_batch_tokens, budget // 2)
-        left = [i for i in left if i not in finished]
+                torch.cuda.empty_cache()
+                budget = max(min_batch_tokens, budget // 2)
+                left = [i for i in left if i not in finished]
+        wave = None if wave.last else coming if coming is not None else next(waves)
+    while in_flight:
+        yield finish(in_flight.popleft())

@@ -18,10 +18,11 @@ from ..paths import cache_root
 from .boundary import boundary_token_id
 from .cache_writes import WriteBehind
 from .encoding import encode_texts
-from .forward import Segment, split_windows, window_ids
-from .pipeline import FinishedBatch
+from .forward import split_windows
+from .pipeline import FinishedBatch, Wave
 from .policy import StatsPolicy
 from .stats_cache import StatsCache
+from .text_windows import TextWindows
 
 WindowPlan = Callable[[int, int, int], list[tuple[int, int, int]]]
 
@@ -79,9 +80,15 @@ class StatsModel:
         """The default token budget per batch."""
         raise NotImplementedError
 
-    def _batches(self, segments: list[Segment], budget: int, progress) -> Iterator[FinishedBatch]:
-        """The statistics of every segment's scored tokens, as batches finish (every segment in exactly one)."""
+    def _batches(self, waves: Iterator[Wave], budget: int, progress) -> Iterator[FinishedBatch]:
+        """The statistics of every segment's scored tokens, as batches finish (every segment in exactly one); the
+        waves are asked for one by one (each is tokenised when asked) and must all be taken."""
         raise NotImplementedError
+
+    def _wave_plan(self, texts: list[str], budget: int) -> list[tuple[int, int]]:
+        """The ranges of texts tokenised together (`waves.plan_waves`): one wave, unless tokenising while the device
+        runs pays (a subclass says where)."""
+        return [(0, len(texts))]
 
     def token_stats(
         self,
@@ -93,12 +100,14 @@ class StatsModel:
         cache: bool = True,
         batch_tokens: int | None = None,
         on_stats: Callable[[int, TokenStats], None] | None = None,
+        on_batch: Callable[[list[int], list[TokenStats]], None] | None = None,
     ) -> list[TokenStats]:
         """Per-token statistics of every text, in input order.
 
         bos : "auto" prepends the document-boundary token (see `mia_core.model.boundary`) so every text
             token is scored; "none" reproduces the Min-K%/Min-K%++ reference code (first token unscored).
-        progress : called as progress(done, total), counted in tokens.
+        progress : called as progress(done, total), counted in tokens (the total is an estimate until the last wave
+            of texts is tokenised).
         long_text : texts longer than `max_length` tokens are scored in sliding windows with at
             least max_length/2 tokens of left context ("sliding"), or cut to the first max_length
             tokens ("truncate"); `TokenStats.long_text` says which happened.
@@ -106,7 +115,10 @@ class StatsModel:
         batch_tokens : padded tokens per batch (default: 4096 on CPU, from free memory on CUDA).
         on_stats : called as on_stats(index, statistics) once per text as soon as its statistics are ready (cached
             texts first, then in the order their batches finish): on CUDA it runs while the device computes the
-            next batch, so work per text done there costs no device time (`mia_core.score_texts` scores so).
+            next batch, so work per text done there costs no device time.
+        on_batch : called as on_batch(indices, statistics) once per group of texts ready together (the cached texts,
+            then those each finished batch completes), after their `on_stats`: where work on a whole batch is cheaper
+            than text by text (`mia_core.score_texts` scores so, with the methods' batch forms).
         """
         StatsPolicy(bos, long_text)  # validates both, naming the closest valid value
         texts = [str(t) for t in texts]
@@ -115,79 +127,68 @@ class StatsModel:
         keys = [self.stats_cache.key(model_key, t) for t in texts] if cache else []
         out: list[TokenStats | None] = [self.stats_cache.get(k, t) for k, t in zip(keys, texts)] if cache else [None] * len(texts)
         todo = [i for i, s in enumerate(out) if s is None]
+        cached = [i for i, s in enumerate(out) if s is not None]
         if on_stats is not None:
-            for i, stats in enumerate(out):
-                if stats is not None:
-                    on_stats(i, stats)
+            for i in cached:
+                on_stats(i, out[i])  # type: ignore[arg-type]
+        if on_batch is not None and cached:
+            on_batch(cached, [out[i] for i in cached])  # type: ignore[misc]
         if todo:
             with WriteBehind(self.stats_cache) as writes:
                 put = writes.put if self.writes_behind else self.stats_cache.put
-                for j, stats in self._compute([texts[i] for i in todo], bos, long_text, progress, batch_tokens):
-                    i = todo[j]
-                    out[i] = stats
-                    if cache:
-                        put(keys[i], stats)
-                    if on_stats is not None:
-                        on_stats(i, stats)
+                for group in self._compute([texts[i] for i in todo], bos, long_text, progress, batch_tokens):
+                    indices = [todo[j] for j, _ in group]
+                    for i, (_, stats) in zip(indices, group):
+                        out[i] = stats
+                        if cache:
+                            put(keys[i], stats)
+                        if on_stats is not None:
+                            on_stats(i, stats)
+                    if on_batch is not None and group:
+                        on_batch(indices, [stats for _, stats in group])
         elif progress is not None:  # all cached: done, counted in the same unit (tokens)
             tokens = max(1, sum(len(s.tokens) for s in out if s is not None))
             progress(tokens, tokens)
         return out  # type: ignore[return-value]
 
-    def _compute(self, texts, bos, long_text, progress, batch_tokens) -> Iterator[tuple[int, TokenStats]]:
-        """Tokenise, window and run the model on texts that were not cached: (index, statistics) of each text as
-        soon as its last window's batch finishes (texts with nothing to score first)."""
+    def _compute(self, texts, bos, long_text, progress, batch_tokens) -> Iterator[list[tuple[int, TokenStats]]]:
+        """Tokenise (wave by wave, `_wave_plan`), window and run the model on texts that were not cached: the (index,
+        statistics) of the texts each finished batch completes, as one group (texts with nothing to score join the
+        next group)."""
         boundary = self._boundary if bos == "auto" else None
         boundary_str = self.tokenizer.convert_ids_to_tokens(boundary) if boundary is not None else None
         common = _Common(bos, boundary_str, self.tokenizer.bos_token_id, self.vocab_width)
-        encodings = encode_texts(self.tokenizer, texts, arrays=True)
-        segments: list[Segment] = []
-        places: list[int] = []  # each segment's first scored token's place among its text's scored tokens
-        missing: list[int] = []  # windows of each text not back yet
-        sizes: list[int] = []  # scored tokens of each text
-        flags = []
-        lead = len(self._with_boundary([], bos))  # 1 where the boundary token is fed first
-        for owner, (ids, _) in enumerate(encodings):
-            n_fed = lead + len(ids)
-            if n_fed < 2:  # nothing to score (empty text, or one token with no boundary)
-                windows, flag = [], "none"
-            elif n_fed <= self.max_length:
-                windows, flag = [(0, n_fed, 1)], "none"
-            elif long_text == "truncate":
-                windows, flag = [(0, self.max_length, 1)], "truncated"
-            else:
-                windows, flag = self.window_plan(n_fed, self.max_length, self.max_length // 2), "sliding"
-            flags.append(flag)
-            counts = [b - a - s for a, b, s in windows]
-            if isinstance(ids, np.ndarray):  # a long text: windows are views of its ids (no copy of them all)
-                segments += [Segment(owner, window_ids(ids, boundary, lead, a, b), s) for a, b, s in windows]
-            else:
-                full = self._with_boundary(ids, bos)
-                segments += [Segment(owner, full[a:b], s) for a, b, s in windows]
-            places += itertools.accumulate(counts[:-1], initial=0) if windows else []
-            missing.append(len(windows))
-            sizes.append(sum(counts))
-        filled: list[dict | None] = [None] * len(texts)  # statistics of texts with several windows, filled in place
-        for i, text in enumerate(texts):
-            if not missing[i]:
-                yield i, self._assemble(text, encodings[i], {}, flags[i], common)
         budget = batch_tokens or self.auto_batch_tokens()
         self.last_batch_tokens = budget
-        for batch in self._batches(segments, budget, progress):
+        plan = TextWindows(self, bos, long_text, len(texts))
+        ready: list[int] = []  # texts with nothing to score, handed on with the next group
+
+        def waves() -> Iterator[Wave]:
+            ranges = self._wave_plan(texts, budget)
+            all_chars, chars, fed = sum(map(len, texts)), 0, 0
+            for n, (start, end) in enumerate(ranges):
+                segments = plan.add(start, encode_texts(self.tokenizer, texts[start:end], arrays=True), ready)
+                chars += sum(map(len, texts[start:end]))
+                fed += sum(len(s.ids) for s in segments)
+                last = n == len(ranges) - 1
+                yield Wave(segments, fed if last else fed + (all_chars - chars) * fed // max(1, chars), last)
+
+        def assemble(i: int, joined: dict) -> tuple[int, TokenStats]:
+            stats = self._assemble(texts[i], plan.encodings[i], joined, plan.flags[i], common)
+            plan.encodings[i] = None  # the text's arrays are its statistics' now
+            return i, stats
+
+        for batch in self._batches(waves(), budget, progress):
             self.last_batch_tokens = batch.budget
+            group = [assemble(i, {}) for i in ready]
+            ready.clear()
             for k, stats in zip(batch.indices, batch.stats):
-                owner = segments[k].owner
-                if missing[owner] == 1 and filled[owner] is None:  # the text's only window: its own copies
-                    joined = {key: value.copy() for key, value in stats.items()}  # (the batch's arrays are views)
-                else:  # one of several windows: into the text's arrays, never all windows and their join at once
-                    joined = filled[owner] or {key: np.empty(sizes[owner], value.dtype) for key, value in stats.items()}
-                    filled[owner] = joined
-                    for key, value in stats.items():
-                        joined[key][places[k] : places[k] + len(value)] = value
-                missing[owner] -= 1
-                if not missing[owner]:
-                    yield owner, self._assemble(texts[owner], encodings[owner], joined, flags[owner], common)
-                    filled[owner], encodings[owner] = None, None  # the text's arrays are its statistics' now
+                owner, joined = plan.fill(k, stats)
+                if joined is not None:
+                    group.append(assemble(owner, joined))
+            yield group
+        if ready:  # every text left had nothing to score
+            yield [assemble(i, {}) for i in ready]
 
     def fed_ids(self, text: str, bos: str = "auto") -> list[int]:
         """The ids the statistics pass feeds for a whole text (before windowing); it scores `fed_ids[1:]`."""
@@ -249,4 +250,5 @@ class StatsModel:
             n_text_tokens=len(ids),
             vocab_width=common.vocab_width,
         )
+
 

@@ -16,6 +16,7 @@ from ..api import MethodSpec, Score, TokenStats, get_method, methods_allowed
 from ..model.language_model import LanguageModel
 from ..model.policy import StatsPolicy
 from .backends import STATS_BACKENDS, StatsBackend, check_backend, register_backend, text_stats
+from .stream import Stream
 from .suppliers import GIVEN_NEEDS, INPUT_KWARGS, PerText, Request, helper_inputs, reference_stats, supply
 
 
@@ -74,8 +75,9 @@ def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, 
     """`score_texts`, and the statistics it scored.
 
     Methods that read only the statistics and inputs the caller gave (no `prepare` hook, no model pass of their
-    own) are scored text by text while the target's statistics stream in, so on a GPU their work overlaps the
-    next batch; every other method is scored once all statistics are back. Scores and errors are the same either
+    own) are scored batch by batch while the target's statistics stream in (`stream.Stream`: one vectorised pass per
+    batch where a method has a batch form), so on a GPU their work overlaps the next batch; every other method is
+    scored once all statistics are back. Scores and errors are the same either
     way: a text's error is raised after the pass, the first by method order then text number; a missing or bad
     input is raised where it was before (then nothing streams, and every method is scored after the pass).
     """
@@ -97,13 +99,14 @@ def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, 
         early = supply(Request(lm, texts, [], bos, long_text, streamed, given, where, progress))
     except (TypeError, ValueError, OSError):  # raised below by `supply`, in the order of every method's needs
         streamed, early = [], {}
-    stream = _Stream(streamed, method_params, early, len(texts))
+    stream = Stream(streamed, method_params, early, len(texts))
     if stats is None and backend != "local" and any("lowercase_stats" in s.needs for s in specs):
         both = text_stats(lm, texts + [t.lower() for t in texts], bos=bos, long_text=long_text, progress=progress,
                           **where)  # one pass of the actors (each loads the model) for both
         stats, given["lowercase_stats"] = both[:len(texts)], both[len(texts):]
     elif stats is None:
-        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, on_stats=stream.score, **where)
+        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, on_batch=stream.score_batch,
+                           **where)
     req = Request(lm, texts, list(stats), bos, long_text, specs, given, where, progress)
     supplied = supply(req, early)
     derived: dict = {}  # work two methods' prepare hooks share, for this call only
@@ -114,38 +117,6 @@ def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, 
         else:
             columns[spec.name] = [s.value for s in _score_all(spec, method_params[spec.name], req, supplied, derived)]
     return pd.DataFrame(columns), list(stats)
-
-
-class _Stream:
-    """Methods scored text by text as statistics arrive (`on_stats`), holding each score or error until asked."""
-
-    def __init__(self, specs: list[MethodSpec], params: dict[str, Any], supplied: dict[str, Any], n_texts: int):
-        # per method: its function, parameters, inputs, scores and errors (looked up once, not once per text)
-        self.work = [(spec.fn, params[spec.name], {n: supplied[n] for n in spec.needs if n != "stats"}, spec.name)
-                     for spec in specs]
-        self.scores: dict[str, list[float | None]] = {spec.name: [None] * n_texts for spec in specs}
-        self.errors: dict[str, dict[int, Exception]] = {spec.name: {} for spec in specs}
-
-    def score(self, i: int, stats: TokenStats) -> None:
-        """Score text `i` with every streamed method (an error is kept for `values`, which raises it in order)."""
-        for fn, params, inputs, name in self.work:
-            try:
-                self.scores[name][i] = fn(stats, params, **inputs).value
-            except Exception as err:  # noqa: BLE001  (raised by `values` where scoring afterwards would raise it)
-                self.errors[name][i] = err
-
-    def values(self, spec: MethodSpec, stats: list[TokenStats]) -> list[float]:
-        """One method's scores in text order (texts that did not stream, e.g. given statistics, are scored now)."""
-        scores, errors = self.scores[spec.name], self.errors[spec.name]
-        for i, st in enumerate(stats):
-            if scores[i] is None and i not in errors:
-                self.score(i, st)
-        if errors:
-            first = min(errors)
-            if isinstance(errors[first], ValueError):  # as `_score_all` names it
-                raise ValueError(f"text {first}: {errors[first]}") from None
-            raise errors[first]
-        return scores  # type: ignore[return-value]
 
 
 def _method_params(specs: list[MethodSpec], params: dict, k: float | None) -> dict[str, Any]:

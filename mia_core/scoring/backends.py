@@ -9,16 +9,17 @@ from ..model.language_model import LanguageModel
 from ..names import check_choice
 
 #: A backend: fn(lm, texts, *, bos, long_text, progress, address, options) -> the texts' `TokenStats`, in order.
-#: One that also takes `on_stats` calls on_stats(index, statistics) as each text's statistics arrive.
+#: One that also takes `on_batch` calls on_batch(indices, statistics) as each group of texts' statistics arrives.
 StatsBackend = Callable[..., list[TokenStats]]
-OnStats = Callable[[int, TokenStats], None]
+OnBatch = Callable[[list[int], list[TokenStats]], None]
 
 
 def _local_stats(lm: LanguageModel, texts: Sequence[str], *, bos: str, long_text: str,
                  progress: Callable[[int, int], None] | None, address=None, options=None,
-                 on_stats: OnStats | None = None) -> list[TokenStats]:
-    """This process: `lm.token_stats` (the backend options do not apply), each text handed on as it is ready."""
-    return lm.token_stats(texts, bos=bos, progress=progress, long_text=long_text, on_stats=on_stats)
+                 on_batch: OnBatch | None = None) -> list[TokenStats]:
+    """This process: `lm.token_stats` (the backend options do not apply), each batch's texts handed on as they are
+    ready."""
+    return lm.token_stats(texts, bos=bos, progress=progress, long_text=long_text, on_batch=on_batch)
 
 
 #: Where the target's statistics are computed, by name; `mia_core.runs.backends` registers "ray".
@@ -45,19 +46,19 @@ def text_stats(
     backend: str = "local",
     ray_address: str | None = None,
     ray_options: Any = None,
-    on_stats: OnStats | None = None,
+    on_batch: OnBatch | None = None,
 ) -> list[TokenStats]:
     """`lm.token_stats(texts)` computed in this process ("local") or by model actors on a Ray cluster ("ray").
 
-    on_stats : called as on_stats(index, statistics) once per text: as each arrives where the backend streams
-        (local: while the device runs the next batch), else once all are back.
+    on_batch : called as on_batch(indices, statistics) with every text exactly once: group by group as they arrive
+        where the backend streams (local: each finished batch's texts, while the device runs the next batch), else
+        all at once when all are back.
     """
     check_backend(backend)
     fn = STATS_BACKENDS[backend]
     where = {"bos": bos, "long_text": long_text, "progress": progress, "address": ray_address, "options": ray_options}
-    if on_stats is None or "on_stats" in inspect.signature(fn).parameters:
-        return fn(lm, list(texts), **where, **({} if on_stats is None else {"on_stats": on_stats}))
+    if on_batch is None or "on_batch" in inspect.signature(fn).parameters:
+        return fn(lm, list(texts), **where, **({} if on_batch is None else {"on_batch": on_batch}))
     stats = fn(lm, list(texts), **where)
-    for i, st in enumerate(stats):
-        on_stats(i, st)
+    on_batch(list(range(len(stats))), stats)
     return stats

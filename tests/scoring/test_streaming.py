@@ -17,13 +17,19 @@ METHOD_NAMES = ["loss", "zlib", "min_k", "min_k_pp", "surp"]
 def test_score_texts_scores_as_statistics_arrive_with_the_same_numbers(llama_lm, monkeypatch):
     texts = random_texts(40, seed=12, min_words=20, max_words=40)
     monkeypatch.setattr(language_model, "CPU_BATCH_TOKENS", 400)  # several batches
-    launched, calls = [], []
-    real_launch, real_loss = pipeline._launch, METHODS["loss"].fn
+    launched, calls, texts_per_call = [], [], []
+    real_launch, real_loss = pipeline._launch, METHODS["loss"].batch
     monkeypatch.setattr(pipeline, "_launch", lambda *a: launched.append(1) or real_launch(*a))
-    monkeypatch.setitem(METHODS, "loss", dataclasses.replace(
-        METHODS["loss"], fn=lambda *a, **k: calls.append(len(launched)) or real_loss(*a, **k)))
+
+    def counted_batch(batch, params, **inputs):
+        calls.append(len(launched))
+        texts_per_call.append(len(batch.stats))
+        return real_loss(batch, params, **inputs)
+
+    monkeypatch.setitem(METHODS, "loss", dataclasses.replace(METHODS["loss"], batch=counted_batch))
     streamed = score_texts(llama_lm, texts, METHOD_NAMES)
-    assert len(launched) > 3 and len(calls) == len(texts)
+    assert len(launched) > 3 and sum(texts_per_call) == len(texts)
+    assert len(calls) < len(texts) / 2  # a call per finished batch, not per text
     assert min(calls) < len(launched)  # the first texts were scored before the last batch was launched
     given = score_texts(llama_lm, texts, METHOD_NAMES, stats=llama_lm.token_stats(texts))
     assert streamed.equals(given)
@@ -57,7 +63,8 @@ def test_an_error_of_another_kind_waits_its_turn(llama_lm, monkeypatch):
             raise RuntimeError("a plug-in method's own failure")
         return real(stats, params, **kwargs)
 
-    monkeypatch.setitem(METHODS, "loss", dataclasses.replace(METHODS["loss"], fn=loss_failing_on_text_5))
+    # a method without a batch form (a plug-in's), scored text by text
+    monkeypatch.setitem(METHODS, "loss", dataclasses.replace(METHODS["loss"], fn=loss_failing_on_text_5, batch=None))
     with pytest.raises(ValueError, match="^text 3: "):  # min_k comes first, and fails on text 3
         score_texts(llama_lm, texts, ["min_k", "loss"])
     with pytest.raises(RuntimeError, match="plug-in"):  # loss first: text 3 is empty, but text 5 raises first…

@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...api import AccessNeeds, Paper, Score, TokenStats, TokenView, param, register, require_tokens
+from ...api import (
+    AccessNeeds, Paper, Score, StatsBatch, TokenStats, TokenView, first_occurrences_batch, param, register,
+    require_tokens,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,26 @@ def first_occurrences(token_ids: np.ndarray) -> np.ndarray:
     return mask
 
 
+def check_width(stats: TokenStats, freq) -> None:
+    """The frequency table counts the model's whole vocabulary (one entry per logit)."""
+    if stats.vocab_width and len(freq.counts) != stats.vocab_width:
+        raise ValueError(
+            f"frequency table has {len(freq.counts)} entries but the model's logits are {stats.vocab_width} wide"
+        )
+
+
+def dc_pdd_batch(batch: StatsBatch, params: DcPddParams, *, freq) -> np.ndarray:
+    """`dc_pdd` of every text of a batch: α over the padded arrays, then each row's mean over its first occurrences."""
+    for st in batch.stats:
+        check_width(st, freq)
+    ids = batch.token_ids
+    valid = batch.valid
+    p = np.exp(batch.logprob)
+    alpha = np.minimum(-p * np.log(freq.frequencies(np.where(valid, ids, 0))), params.a)
+    first = first_occurrences_batch(ids, valid)
+    return np.where(first, alpha, 0.0).sum(axis=1) / first.sum(axis=1)
+
+
 @register("dc_pdd", access=AccessNeeds(),
           lesson=260, paper=Paper("Zhang, Zhang, Guo, de Rijke, Fan & Cheng", 2024,
                                   "https://github.com/zhang-wei-chao/DC-PDD",
@@ -45,14 +68,12 @@ def first_occurrences(token_ids: np.ndarray) -> np.ndarray:
                   r"\beta = \mathrm{mean}_{\text{first occurrences}}\ \alpha_t",
           idea="Calibrates probabilities by how rare a token is in a reference corpus.",
           cost="1 forward pass (+ a frequency table, built once)",
-          summary="Token probability × corpus surprise (−log frequency), capped, over first occurrences.")
+          summary="Token probability × corpus surprise (−log frequency), capped, over first occurrences.",
+          batch=dc_pdd_batch)
 def dc_pdd(stats: TokenStats, params: DcPddParams, *, freq) -> Score:
     """β = mean over first occurrences of min(−p_t · log f(x_t), a)."""
     require_tokens(stats)
-    if stats.vocab_width and len(freq.counts) != stats.vocab_width:
-        raise ValueError(
-            f"frequency table has {len(freq.counts)} entries but the model's logits are {stats.vocab_width} wide"
-        )
+    check_width(stats, freq)
     p = np.exp(stats.logprob.astype(np.float64))
     alpha = np.minimum(-p * np.log(freq.frequencies(stats.token_ids)), params.a)
     first = first_occurrences(stats.token_ids)

@@ -17,9 +17,8 @@ import numpy as np
 
 from ...api.access import FULL_VOCABULARY, ModelAccess
 from ...paths import cache_root
-from ..forward import Segment
 from ..identity import tokenizer_fingerprint
-from ..pipeline import FinishedBatch
+from ..pipeline import FinishedBatch, Wave
 from ..sampling import Sampling
 from ..stats_cache import StatsCache
 from ..stats_model import StatsModel
@@ -160,9 +159,10 @@ class ServedModel(StatsModel):
                                       suffix=suffix, top_k=top_k, temperature=temperature, n_lead=n_lead,
                                       progress=progress)
 
-    def _batches(self, segments: list[Segment], budget: int, progress) -> Iterator[FinishedBatch]:
+    def _batches(self, waves: Iterator[Wave], budget: int, progress) -> Iterator[FinishedBatch]:
         """One request per segment, `concurrency` at once, yielded as each answer arrives; closing the iterator (a
         cancelled run) sends nothing more and drops the requests not yet sent (`pool.answers`)."""
+        segments = [segment for wave in waves for segment in wave.segments]
         total = sum(len(s.ids) for s in segments)
         done = 0
         calls = [partial(self.segment_stats, s.ids, s.score_from) for s in segments]
