@@ -191,7 +191,7 @@ def iter_wave_batches(
     while wave is not None:
         left = list(range(len(segments), len(segments) + len(wave.segments)))
         segments += wave.segments
-        total = max(total, wave.expected_tokens)
+        total = wave.expected_tokens
         coming = None  # the next wave, asked for once this one's first batch is launched
         while left:
             try:
