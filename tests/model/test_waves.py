@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from mia_core.model import encoding, language_model, pipeline, waves
 from mia_core.model.forward import FLOAT_STATS, INT_STATS, Segment
 from mia_core.model.pipeline import Wave
 
-from tests.support.tiny import random_texts
+from tests.support.tiny import random_texts, tiny_llama
 
 
 def test_plan_waves_covers_every_text_in_order_and_doubles():
     chars = [100] * 1000
-    plan = waves.plan_waves(chars, budget_tokens=500)  # first wave ≈ 0.5 × 500 tokens × 4 chars = 1,000 chars
+    plan = waves.plan_waves(chars, budget_tokens=2000)  # first wave ≈ 0.125 × 2,000 tokens × 4 chars = 1,000 chars
     assert plan[0] == (0, 10) and plan[1] == (10, 30) and plan[2] == (30, 70)
     assert [a for a, _ in plan[1:]] == [b for _, b in plan[:-1]] and plan[-1][1] == 1000
     assert waves.plan_waves([10**9, 5], budget_tokens=10) == [(0, 1), (1, 2)]  # at least one text a wave
@@ -84,3 +85,18 @@ def test_token_stats_in_waves_equal_one_wave_and_progress_ends_exact(llama_lm, m
         np.testing.assert_array_equal(a.offsets, b.offsets)
         np.testing.assert_allclose(a.logprob, b.logprob, rtol=0, atol=2e-5)  # other batches: float32 rounding only
         np.testing.assert_allclose(a.sigma, b.sigma, rtol=0, atol=2e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="waves are planned on CUDA only (run on the GPU machine)")
+def test_on_cuda_texts_come_in_waves_with_the_statistics_of_the_cpu(tok, make_lm, monkeypatch):
+    cpu = make_lm(tiny_llama(len(tok), seed=0, logits_width=320), tok)
+    gpu = make_lm(tiny_llama(len(tok), seed=0, logits_width=320).cuda(), tok)
+    texts = random_texts(300, seed=9, min_words=1, max_words=60)
+    asked = []
+    real = waves.plan_waves
+    monkeypatch.setattr(language_model, "plan_waves", lambda chars, budget: asked.append(real(chars, 64)) or asked[-1])
+    got = gpu.token_stats(texts, cache=False, batch_tokens=512)
+    assert len(asked) == 1 and len(asked[0]) >= 3
+    for a, b in zip(got, cpu.token_stats(texts, cache=False, batch_tokens=512)):
+        np.testing.assert_array_equal(a.token_ids, b.token_ids)
+        np.testing.assert_allclose(a.logprob, b.logprob, rtol=0, atol=1e-4)
