@@ -45,6 +45,8 @@ PARTS = {
     ("methods/min_k.py", "min_k"): "method: min_k",
     ("methods/min_k_pp.py", "min_k_pp"): "method: min_k_pp",
     ("methods/dc_pdd/__init__.py", "dc_pdd"): "method: dc_pdd",
+    ("scoring/stream.py", "score_batch"): "methods: all five, per finished batch (batch forms)",
+    ("model/text_windows.py", "fill"): "joining a text's windows",
 }
 MODEL_PART = ("model/forward.py", "batch_stats")
 

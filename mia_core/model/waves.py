@@ -11,7 +11,7 @@ from .encoding import BATCH_TEXTS
 #: Characters per token assumed when sizing waves (only the sizes depend on it: each wave's tokens are counted).
 CHARS_PER_TOKEN = 4
 #: The first wave holds about this share of a batch budget of tokens; each later wave twice the one before.
-FIRST_WAVE_BUDGETS = 0.125
+FIRST_WAVE_BUDGETS = 0.5
 
 
 def plan_waves(chars: Sequence[int], budget_tokens: int) -> list[tuple[int, int]]:

@@ -15,7 +15,7 @@ from tests.support.tiny import random_texts, tiny_llama
 
 def test_plan_waves_covers_every_text_in_order_and_doubles():
     chars = [100] * 1000
-    plan = waves.plan_waves(chars, budget_tokens=2000)  # first wave ≈ 0.125 × 2,000 tokens × 4 chars = 1,000 chars
+    plan = waves.plan_waves(chars, budget_tokens=500)  # first wave ≈ 0.5 × 500 tokens × 4 chars = 1,000 chars
     assert plan[0] == (0, 10) and plan[1] == (10, 30) and plan[2] == (30, 70)
     assert [a for a, _ in plan[1:]] == [b for _, b in plan[:-1]] and plan[-1][1] == 1000
     assert waves.plan_waves([10**9, 5], budget_tokens=10) == [(0, 1), (1, 2)]  # at least one text a wave
