@@ -7,7 +7,6 @@ token and windows), so their statistics, cache keys and heatmap offsets are comp
 """
 from __future__ import annotations
 
-import itertools
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
