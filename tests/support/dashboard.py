@@ -19,16 +19,16 @@ READY_S = 120
 
 
 @contextmanager
-def running_dashboard(env: dict[str, str], log_path: Path) -> Iterator[str]:
-    """The dashboard with these extra environment variables (offline, no file watcher), its output in `log_path`;
-    yields its URL once `/_stcore/health` answers, and stops it on leaving."""
+def running_dashboard(env: dict[str, str], log_path: Path, script: Path = ROOT / "app.py") -> Iterator[str]:
+    """The dashboard (or another Streamlit `script`) with these extra environment variables (offline, no file
+    watcher), its output in `log_path`; yields its URL once `/_stcore/health` answers, and stops it on leaving."""
     port = free_port()
     with log_path.open("w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
              "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
              "--server.fileWatcherType", "none"],
-            cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", **env}, stdout=log, stderr=subprocess.STDOUT)
+            cwd=script.parent, env={**os.environ, "HF_HUB_OFFLINE": "1", **env}, stdout=log, stderr=subprocess.STDOUT)
         try:
             url = f"http://127.0.0.1:{port}"
             _wait_healthy(url, proc, log_path)
