@@ -2,7 +2,6 @@
 one book's snippets and the downloads."""
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, replace
 
 import numpy as np
@@ -10,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import mia_core
-from mia_core.audit.books import VERDICT_MEANING, VERDICT_SHORT, VERDICTS, equal_rate_notes, verdict_keys
+from mia_core.audit.books import VERDICT_MEANING, VERDICT_SHORT, equal_rate_notes, verdict_keys
 from mia_core.audit.calibration import weak_calibration_reason
 from mia_core.audit.figures import books_figure, calibration_figure, snippet_scores_figure
 from mia_core.audit.jobs import AuditResult, AuditSettings, audit_result
@@ -209,9 +208,9 @@ def provenance_ui(result: AuditResult, lm) -> None:
             st.dataframe(book_digests(result), hide_index=True, key="audit_provenance_books")
 
 
-def book_summary(row: pd.Series, key: str) -> str:
+def book_summary(row: pd.Series) -> str:
     """One book's verdict and numbers in words (its name escaped for Markdown)."""
-    text = (f"**{md(row.name)}**: {VERDICTS[key]}. Rate {row['rate']:.0%} "
+    text = (f"**{md(row.name)}**: {md(row['verdict'])}. Rate {row['rate']:.0%} "
             f"({row['rate_lo']:.0%}–{row['rate_hi']:.0%}) of {row['n_snippets']} snippets "
             f"({row['n_effective']:.1f} effective)")
     if pd.notna(row["prevalence"]):
@@ -224,7 +223,7 @@ def drill_down(result: AuditResult, run: dict, lm) -> None:
     """One book's snippet scores along the book, and its top snippets as token heatmaps (collapsed until opened)."""
     keys = dict(zip(result.books["book"], verdict_keys(result.books, result.calibration)))
     book = st.selectbox("Look inside a book", list(keys), key="audit_book")
-    st.caption(book_summary(result.books.set_index("book").loc[book], keys[book]))
+    st.caption(book_summary(result.books.set_index("book").loc[book]))
     row = next(result.books[result.books["book"] == book].itertuples())
     st.markdown(md(book_paragraph(row, keys[book], result.calibration, snippet_words=result.settings.snippet_words,
                                   method=mia_core.METHODS[run["method"]].label, model=run["model"])))

@@ -1,7 +1,10 @@
 """Per-book contamination: rate, prevalence with intervals, a book-level test and BH-adjusted p-values.
 
 Verdicts are plain words that rest on the calibration's FPR and never claim certainty: a detector
-finds evidence *consistent with* training on a book, or finds none (which does not show absence).
+finds evidence *consistent with* training on a book; or the book's hit rate sits well above the
+calibration's but its test does not reach significance with these counts (inconclusive: more snippets
+or calibration would decide, and the verdict says about how many); or the rate is consistent with the
+calibration's FPR (no evidence found, which does not show absence).
 """
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import special
+from scipy import special, stats
 
 from ..metrics import benjamini_hochberg
 from .calibration import Calibration
@@ -21,7 +24,10 @@ ALPHA = 0.05
 VERDICTS = {
     "evidence": "evidence consistent with training on this book",
     "weak": "scores above unseen books, but the prevalence interval includes 0: weak evidence",
-    "none": "no evidence of training found (this does not show the book was unseen)",
+    "inconclusive": "inconclusive: the rate and prevalence are above the calibration's false-positive rate, but the "
+                    "book test does not reach significance with these counts (more snippets or calibration needed)",
+    "none": "no evidence of training found: the rate is consistent with the calibration's false-positive rate (this "
+            "does not show the book was unseen)",
     "uninformative": "no verdict: the method does not separate the calibration books",
     "weak_calibration": "calibration too weak for a verdict: its false-positive rate is not pinned down (more "
                         "non-member calibration books would)",
@@ -29,7 +35,8 @@ VERDICTS = {
                "reach significance after the correction for the number of books",
 }
 #: The verdicts in a few words, for table cells, legends and chart traces (VERDICTS says them in full).
-VERDICT_SHORT = {"evidence": "consistent with training", "weak": "undecided (weak)", "none": "no evidence found",
+VERDICT_SHORT = {"evidence": "consistent with training", "weak": "undecided (weak)", "inconclusive": "inconclusive",
+                 "none": "no evidence found",
                  "uninformative": "no verdict", "weak_calibration": "calibration too weak",
                  "too_few": "too few snippets"}
 #: What each short verdict means, for legends that name the short one first (no "no verdict: no verdict: …").
@@ -142,7 +149,27 @@ def verdict_key(p_adj: float, prevalence_lo: float, cal: Calibration, alpha: flo
         return "too_few"
     if np.isfinite(p_adj) and p_adj < alpha:
         return "evidence" if prevalence_lo > 0 else "weak"
-    return "none"
+    return "inconclusive" if prevalence_lo > 0 else "none"
+
+
+def snippets_needed(p_value: float, n_snippets: int, n_reference: int, n_books: int,
+                    alpha: float = ALPHA) -> tuple[int | None, int | None]:
+    """About how many snippets of the book (the reference kept) or known non-member snippets (the book kept) the
+    book test would need to reach `alpha` / `n_books` (Bonferroni: enough for BH too) at the same separation.
+
+    Mann–Whitney's z grows as √(n₁n₂ / (n₁ + n₂ + 1)) for a fixed AUROC, so the z of `p_value` is scaled to the
+    z needed; None where no count of that kind would do (the other count is the limit) or the scores do not sit
+    above the reference's at all (p ≥ 0.5). An estimate for planning, not a guarantee: the scores of new snippets vary.
+    """
+    z_now, z_goal = stats.norm.isf(p_value), stats.norm.isf(alpha / n_books)
+    if not np.isfinite(z_now) or z_now <= 0:
+        return None, None
+    # n₁n₂ / (n₁ + n₂ + 1) must grow by (z_goal / z_now)² from its value now: solve it for n₁, then for n₂
+    goal = n_snippets * n_reference / (n_snippets + n_reference + 1) * (z_goal / z_now) ** 2
+
+    def solve(other: int) -> int | None:
+        return math.ceil(goal * (other + 1) / (other - goal)) if other > goal else None
+    return solve(n_reference), solve(n_snippets)
 
 
 def book_key(row, cal: Calibration, n_books: int, alpha: float = ALPHA) -> str:
@@ -152,8 +179,22 @@ def book_key(row, cal: Calibration, n_books: int, alpha: float = ALPHA) -> str:
 
 
 def verdict(row, cal: Calibration, alpha: float = ALPHA, *, n_books: int = 1) -> str:
-    """The verdict in words, with the calibration FPR it rests on."""
-    return f"{VERDICTS[book_key(row, cal, n_books, alpha)]} (threshold at {cal.fpr:.1%} FPR on the calibration books)"
+    """The verdict in words, with the calibration FPR it rests on (and, when inconclusive, what would decide)."""
+    key = book_key(row, cal, n_books, alpha)
+    more = needed_words(row, cal, n_books, alpha) if key == "inconclusive" else ""
+    return f"{VERDICTS[key]}{more} (threshold at {cal.fpr:.1%} FPR on the calibration books)"
+
+
+def needed_words(row, cal: Calibration, n_books: int, alpha: float = ALPHA) -> str:
+    """What would let an inconclusive book's test decide, in words (`snippets_needed`), starting with '; '."""
+    book, reference = snippets_needed(row.p_value, row.n_snippets, cal.n_nonmember_snippets, n_books, alpha)
+    options = ([f"about {book:,} snippets of this book (it has {row.n_snippets:,}; shorter snippets give more)"]
+               if book is not None else [])
+    options += ([f"about {reference:,} known non-member calibration snippets (there are {cal.n_nonmember_snippets:,})"]
+                if reference is not None else [])
+    if not options:
+        return ""
+    return f"; at these scores {' or '.join(options)} would let the test decide"
 
 
 def verdict_keys(books: pd.DataFrame, cal: Calibration, alpha: float = ALPHA) -> list[str]:

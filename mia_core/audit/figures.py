@@ -17,9 +17,9 @@ from .books import VERDICT_SHORT
 from .calibration import Calibration
 
 #: Bar colour per verdict: consistent with training is member-like (red), no evidence non-member-like (blue),
-#: undecided and no verdict grey (palette.py).
-VERDICT_COLOURS = {"evidence": MEMBER, "none": NONMEMBER, "weak": NEUTRAL, "uninformative": NEUTRAL,
-                   "weak_calibration": NEUTRAL, "too_few": NEUTRAL}
+#: undecided, inconclusive and no verdict grey (palette.py).
+VERDICT_COLOURS = {"evidence": MEMBER, "none": NONMEMBER, "weak": NEUTRAL, "inconclusive": NEUTRAL,
+                   "uninformative": NEUTRAL, "weak_calibration": NEUTRAL, "too_few": NEUTRAL}
 #: Book names longer than this are cut on the books chart's axis (the hover shows them whole).
 LABEL_CHARS = 40
 #: Legend names of the demo's ground-truth markers (the demo-known adapter's training split).

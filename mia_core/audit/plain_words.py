@@ -23,6 +23,9 @@ CANNOT = {
                 "near-duplicates of it, nor how often the model saw it; it is statistical evidence, not a record.",
     "weak": "The share of the book seen may still be zero (its interval reaches 0): more snippets, or more "
             "calibration books, would tell.",
+    "inconclusive": "It cannot decide either way: the hits say the book scores above unseen books, the test of all "
+                    "its snippet scores does not reach significance with these counts; its verdict says about how "
+                    "many more snippets, or known non-member calibration snippets, would decide.",
     "none": "It cannot show that the book was unseen: at this threshold the method finds only {tpr} of the known "
             "members' snippets, and a book seen once may leave no trace.",
     "uninformative": "The method does not separate the calibration books, so these numbers carry no evidence either "
@@ -48,6 +51,10 @@ def book_paragraph(row, key: str, cal: Calibration, *, snippet_words: int, metho
                     f"{row.prevalence_hi:.0%}): evidence consistent with training on this book.",
         "weak": f"Its scores sit above those of unseen books (adjusted p {row.p_adj:.2g}), but the estimated share "
                 f"seen, {_pct(row.prevalence)} ({_pct(row.prevalence_lo)}–{_pct(row.prevalence_hi)}), may be none.",
+        "inconclusive": f"Its share of flagged snippets sits above the calibration's false-positive rate (estimated "
+                        f"share seen {_pct(row.prevalence)}, {_pct(row.prevalence_lo)}–{_pct(row.prevalence_hi)}), "
+                        f"but the test of all its snippet scores against unseen books does not reach significance "
+                        f"(adjusted p {row.p_adj:.2g}): inconclusive, not a sign that the book is clean.",
         "none": f"Its scores cannot be told apart from those of books the model never saw (adjusted p "
                 f"{row.p_adj:.2g}): no evidence of training was found.",
     }.get(key, f"No verdict is given: {VERDICT_SHORT[key]}.")

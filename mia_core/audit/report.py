@@ -22,7 +22,7 @@ from ..runs.atomic import atomic_outputs
 from .books import BOOK_COLUMNS, VERDICT_MEANING, VERDICT_SHORT, equal_rate_notes, verdict_keys
 from .calibration import BOOK_RATE_INTERVAL, PREVALENCE_INTERVAL, RATE_INTERVAL, weak_calibration_reason
 from .figures import VERDICT_COLOURS, books_figure, calibration_figure
-from .jobs import AuditResult, AuditSettings
+from .jobs import AuditResult
 from .pdf import PRINT_STYLE, html_to_pdf
 from .extraction import csv_frame as extraction_csv
 from .extraction_report import extraction_section, strip_figure
@@ -147,6 +147,10 @@ def _summary(result: AuditResult, flagged: list[str]) -> str:
         text = "<b>The method does not separate the calibration books, so no verdict is given.</b> " + text
     elif reason := weak_calibration_reason(cal):
         text = f"<b>The calibration is too weak for a verdict, so none is given</b>: {html_text(reason)}. " + text
+    if unsure := sum(key == "inconclusive" for key in keys.values()):
+        text += (f" <b>{unsure} book{'s are' if unsure != 1 else ' is'} inconclusive</b>: a flagged rate and prevalence "
+                 "above the calibration's false-positive rate, but a book test that does not reach significance with "
+                 "these counts; each verdict says about how many more snippets or calibration snippets would decide.")
     if few := sum(key == "too_few" for key in keys.values()):
         text += (f" <b>{few} book{'s have' if few != 1 else ' has'} too few snippets for a verdict</b>: with "
                  f"{cal.n_nonmember_snippets} non-member calibration snippets and {n} books, the book test cannot "

@@ -229,7 +229,8 @@ def test_demo_run_shows_verdicts_first_coloured_by_verdict_and_the_ground_truth(
     first = books["book"].iloc[0]  # the drill-down opens on the first book: its verdict in words, no raw key
     summary = next(c.value for c in at.caption if c.value.startswith(f"**{first.replace('-', chr(92) + '-')}**"))
     full = {short: VERDICTS[key] for key, short in VERDICT_SHORT.items()}[books["verdict"].iloc[0]]
-    assert f"**: {full}. Rate" in summary and "adjusted p" in summary  # the verdict in words, once
+    assert f"**: {md(full)} " in summary and "FPR on the calibration books\\). Rate" in summary  # as books.csv, once
+    assert summary.count(md(full)) == 1 and "adjusted p" in summary
     assert not any(c.value.endswith(("· evidence", "· none", "· weak", "· uninformative")) for c in at.caption)
     scores = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
                   if json.loads(c.proto.spec)["layout"].get("xaxis", {}).get("tickformat") == "d")
