@@ -1,6 +1,7 @@
 """Book audit: per-book contamination against calibration books, as a background job that survives reruns."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import streamlit as st
@@ -8,7 +9,7 @@ import streamlit as st
 from mia_core.audit.extraction_runs import extraction_books, plan_extraction, run_extraction
 from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.extract import ExtractionSettings
-from mia_core.audit.sources import read_audit_inputs
+from mia_core.audit.sources import DEMO_SETS, read_audit_inputs
 from mia_core.inputs.limits import MAX_ZIP_ENTRIES
 from mia_core.inputs.tables import InputError
 from mia_core.limits import MAX_UPLOAD_FILES, MAX_UPLOAD_SET_BYTES, is_run_id
@@ -90,6 +91,8 @@ def start(spec: str, calibration, books, settings: AuditSettings, extraction: Ex
         st.error(public_message(str(err)))  # file names, not the server's upload folder
         return
     lm = cached_model(spec)
+    settings = replace(settings, calibration_source=calibration if calibration in DEMO_SETS else "",
+                       books_source=books if books in DEMO_SETS else "")  # uploads have no name to repeat
     try:
         run_id = plan_audit(results_store(), ModelRef(spec), inputs.books, inputs.calibration, settings, inputs.problems,
                             lm=lm)

@@ -14,10 +14,15 @@ import shlex
 import pandas as pd
 
 from ..model.language_model import LanguageModel
+from ..runs.store import default_store_path
 from .jobs import AuditResult
 
 #: How each role of a snippet is named in the provenance table.
 ROLE_NAMES = {"audit": "audited", "calibration": "calibration"}
+#: How a calibration book's label is named there (an audited book has none).
+LABEL_NAMES = {1: "known member", 0: "known non-member"}
+#: What the repeat command names when the books were uploaded to the dashboard (no path to give).
+UPLOADED = {"calibration": "UPLOADED_CALIBRATION_FOLDER", "books": "UPLOADED_BOOKS_FOLDER"}
 DIGEST_COLUMNS = ["role", "book", "label", "snippets", "words", "sha256"]
 
 
@@ -33,7 +38,7 @@ def book_digests(result: AuditResult) -> pd.DataFrame:
         for chunk in result.snippet_chunks():
             for role, book, text in zip(chunk["role"], chunk["book"], chunk["text"]):
                 digests[(role, book)].update(str(text).encode("utf-8") + b"\n")
-    table = (snippets.assign(label=snippets["label"].astype("Int64"))
+    table = (snippets.assign(label=snippets["label"].map(LABEL_NAMES).fillna(""))
              .groupby(["role", "book"], sort=False, dropna=False)
              .agg(label=("label", "first"), snippets=("snippet_id", "size"), words=("n_words", "sum")).reset_index())
     table["sha256"] = [digests[(r, b)].hexdigest() if result.store is not None else "" for r, b in
@@ -44,7 +49,9 @@ def book_digests(result: AuditResult) -> pd.DataFrame:
 
 def reproduce_command(result: AuditResult) -> str:
     """The `mia audit-books` line that repeats the run: its job id makes the store refuse other texts, model or
-    settings (a plan mismatch), so the same command cannot silently audit something else."""
+    settings (a plan mismatch), so the same command cannot silently audit something else. It names the run's
+    calibration and books as they were given (a placeholder says where uploaded ones go), its store when it is not
+    the default one, and an output folder named by the run."""
     run, settings = result.run, result.settings
     params = dict(settings.params)
     args = ["mia", "audit-books", "--model", run["model"], "--method", settings.method]
@@ -63,7 +70,11 @@ def reproduce_command(result: AuditResult) -> str:
         x = result.extraction.settings
         args += ["--extraction", "--prefix", str(x.prefix), "--suffix", str(x.suffix), "--stride", str(x.stride),
                  "--top-k", str(x.top_k), "--temperature", f"{x.temperature:g}"]
-    return shlex.join(args) + " --calibration CALIBRATION --books BOOKS --output-dir OUT"
+    args += ["--calibration", settings.calibration_source or UPLOADED["calibration"],
+             "--books", settings.books_source or UPLOADED["books"]]
+    if result.store is not None and result.store.path.resolve() != default_store_path().resolve():
+        args += ["--store", str(result.store.path)]
+    return shlex.join(args + ["--output-dir", f"audit-{run['run_id']}"])
 
 
 def run_facts(result: AuditResult, lm: LanguageModel | None = None) -> dict[str, str]:

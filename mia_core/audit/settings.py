@@ -22,6 +22,10 @@ class AuditSettings:
     n_boot: int = 1000
     ci: float = 0.95
     batch_snippets: int = 16
+    #: What the calibration and the audited books were named by: a built-in set or the path the command line was
+    #: given ('' for a dashboard upload, which has no name to repeat); the repeat command names them.
+    calibration_source: str = ""
+    books_source: str = ""
 
     def scoring_key(self) -> dict:
         """The settings that change snippet scores (the rest only change the analysis)."""

@@ -138,6 +138,14 @@ def _shown(source: Source) -> str:
     return f"the uploads ({', '.join(p.name for p in source)})" if isinstance(source, list) else str(source)
 
 
+def source_name(source: str | Path) -> str:
+    """How a command line names `source` again: a built-in set by its name, a path made absolute (so the repeat
+    command works from any folder)."""
+    if str(source) in DEMO_SETS and not Path(source).exists():
+        return str(source)
+    return str(Path(source).resolve())
+
+
 def open_books(source: Source, *, role: str) -> BookStream:
     """`source` opened for reading (a missing path, an empty folder, a bad or oversized zip refused now)."""
     return BookStream(source, role, _opened(source, role))

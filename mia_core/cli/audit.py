@@ -12,7 +12,7 @@ from ..audit.extraction_runs import extraction_books, extraction_result, plan_ex
 from ..audit.jobs import AuditSettings, audit_result, plan_audit, run_scoring
 from ..audit.pdf import UNAVAILABLE as PDF_UNAVAILABLE
 from ..audit.report import write_report
-from ..audit.sources import AuditInputs, read_audit_inputs
+from ..audit.sources import AuditInputs, read_audit_inputs, source_name
 from ..extract import ExtractionSettings
 from ..limits import is_run_id
 from ..methods import get_method
@@ -107,7 +107,8 @@ def audit_books_cmd(
     output_dir.mkdir(parents=True, exist_ok=True)
     settings = AuditSettings(method=method, params=params, snippet_words=snippet_words,
                              max_snippets_per_book=max_snippets_per_book, bos=bos, rule=rule,
-                             target_fpr=target_fpr, seed=seed, n_boot=n_boot, batch_snippets=batch_snippets)
+                             target_fpr=target_fpr, seed=seed, n_boot=n_boot, batch_snippets=batch_snippets,
+                             calibration_source=source_name(calibration), books_source=source_name(books))
     ref = ModelRef(model, options)
     lm = load(model, backend.driver(options))  # with Ray: fingerprint (job id) and report heatmaps only
     run_id = plan_audit(results, ref, inputs.books, inputs.calibration, settings, inputs.problems, lm=lm, run_id=job_id,

@@ -86,6 +86,9 @@ def test_audit_runs_in_the_background_and_a_new_session_reattaches(store_path):
     assert len(at.get("plotly_chart")) >= 3  # calibration ROC, books, snippet scores of one book
     assert any('class="mia-heatmap"' in h.proto.body for h in at.get("html"))
     assert len(at.get("download_button")) == DOWNLOADS
+    command = next(c.value for c in at.code if c.value.startswith("mia audit-books"))  # provenance: repeats this run
+    assert "--calibration demo-books --books demo-books" in command and f"--job-id {run_id}" in command
+    assert command.endswith(f"--output-dir audit-{run_id}") and "UPLOADED" not in command
 
     fresh = audit_page()  # another session: nothing in its state, the run is found in the shared store
     assert run_id in table_with(fresh, "run_id")["run_id"].tolist()
@@ -240,6 +243,8 @@ def test_demo_run_shows_verdicts_first_coloured_by_verdict_and_the_ground_truth(
     at.toggle(key="audit_provenance_hashes").set_value(True).run()
     hashes = table_with(at, "sha256")
     assert len(hashes) == 12 and hashes["sha256"].str.fullmatch(r"[0-9a-f]{64}").all()  # 8 audited + 4 calibration
+    assert hashes.groupby("role")["label"].apply(set).to_dict() == {  # words, no "None" for the audited books
+        "audited": {""}, "calibration": {"known member", "known non-member"}}
 
 
 def test_an_upload_gets_no_ground_truth_even_under_a_play_name(store_path, tiny_app, tiny_model_dir):
