@@ -18,6 +18,8 @@ from mia_core.heatmap import (
 from mia_core.palette import HIGH_RGB, LOW_RGB, MID_RGB
 from mia_core.stamp import stamp_for
 
+from tests.test_limits import word_stats
+
 SPAN_COLOUR = re.compile(r'<span class="mia-tok" style="background:(rgb\([^)]*\))')
 
 
@@ -175,3 +177,13 @@ def test_heatmap_document_is_standalone_escaped_and_stamped(llama_lm):
     assert page.count('class="mia-tok"') == stats.n_scored and "Scale: fixed for Min-K% Prob: -6 to 0." in page
     body = page.split('<div id="heatmap-0" class="mia-heatmap">')[1].split('</div><div class="mia-legend"')[0]
     assert html.unescape(re.sub(r"<[^>]+>", "", body)) == HOSTILE  # the whole text, once, escaped
+
+
+def test_a_printed_heatmap_says_what_colours_mean_instead_of_how_to_hover():
+    """On paper there is no pointer: the PDF's legend says what a token's colour is, the web page how to see its numbers."""
+    stats = word_stats(12, seed=3)
+    chosen = np.zeros(12, bool)
+    screen = heatmap_html(stats, stats.logprob, chosen)
+    paper = heatmap_html(stats, stats.logprob, chosen, printed=True)
+    assert "Hover a token" in screen and "its score on the bar above" not in screen
+    assert "Hover" not in paper and "click" not in paper and "Each token's background is its score on the bar above" in paper

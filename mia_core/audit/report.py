@@ -94,7 +94,7 @@ def report_html(result: AuditResult, lm: LanguageModel | None = None, *, printed
         _extraction_section(result, printed),
         _limits_section(result),  # what the evidence cannot show, before pages of snippet text
         _problems_section(result),
-        snippets_section(result, flagged, lm),
+        snippets_section(result, flagged, lm, printed),
     ]
     head = f"<style>{STYLE}{PRINT_STYLE}</style>" if printed else (
         f"<style>{STYLE}</style><script type='text/javascript'>{get_plotlyjs()}</script>")

@@ -119,10 +119,10 @@ def page_bounds(n: int, page: tuple[int, int] | None) -> tuple[int, int]:
 def heatmap_html(stats: TokenStats, token_scores: np.ndarray, selected: np.ndarray, *,
                  centre: float | None = None, scale: Scale | None = None, member_high: bool = True,
                  decode: Callable[[int], str] | None = None, element_id: str = "mia-heatmap", legend: bool = True,
-                 page: tuple[int, int] | None = None) -> str:
+                 page: tuple[int, int] | None = None, printed: bool = False) -> str:
     """The text of tokens [page) as coloured token spans (the first MAX_HEATMAP_TOKENS by default, never more), with
     the generic legend unless the caller draws its own. Colours on `scale` (low, centre, high) when given, else on
-    the whole text's 5th–95th percentiles; user strings escaped."""
+    the whole text's 5th–95th percentiles; user strings escaped. `printed`: the legend speaks of paper, not hovering."""
     scale = scale or colour_scale(np.asarray(token_scores, float), centre=centre)
     n = stats.n_scored
     first, last = page_bounds(n, page)
@@ -132,13 +132,21 @@ def heatmap_html(stats: TokenStats, token_scores: np.ndarray, selected: np.ndarr
         f'of {n:,} shown (at most {MAX_HEATMAP_TOKENS:,} at once)</div>')
     return (f'<div id="{html.escape(element_id, quote=True)}" class="mia-heatmap" style="white-space:pre-wrap;'
             f'font-family:ui-monospace,monospace;line-height:1.7;padding:0.5em;border:1px solid #ddd;border-radius:4px">'
-            f'{body}</div>' + note + (legend_html(*scale, member_high=member_high) if legend else "") + TIP_CSS)
+            f'{body}</div>' + note + (legend_html(*scale, member_high=member_high, printed=printed) if legend else "")
+            + TIP_CSS)
+
+
+#: How to read a token's numbers on screen, and what stands for them on paper.
+SCREEN_HINT = "Hover a token for its details; click it to keep them open and copy them."
+PRINTED_HINT = ("Each token's background is its score on the bar above; the HTML report shows a token's numbers "
+                "(log-probability, μ, σ, rank) when it is pointed at.")
 
 
 def legend_html(low: float, centre: float, high: float, *, member_high: bool = True, colour_means: str = "",
                 low_means: str = "", high_means: str = "", outlined: str = "tokens in the sequence score",
-                scale_note: str = "") -> str:
-    """The colour bar with its reference values, what each end means, the scale in use and the outline's meaning."""
+                scale_note: str = "", printed: bool = False) -> str:
+    """The colour bar with its reference values, what each end means, the scale in use and the outline's meaning;
+    on screen how to see a token's numbers, on paper (`printed`) what a token's colour is instead."""
     e = html.escape
     ends = (LOW, MID, HIGH) if member_high else (HIGH, MID, LOW)
     gradient = "linear-gradient(to right, " + ", ".join(f"rgb{c}" for c in ends) + ")"
@@ -155,4 +163,4 @@ def legend_html(low: float, centre: float, high: float, *, member_high: bool = T
         + (f"Colour: {e(colour_means)}. " if colour_means else "")
         + f'<strong>Red</strong> = {red}: {e(red_means)}; <strong>blue</strong> = {blue}: {e(blue_means)}.</div>'
         f'<div><span style="outline:2px solid #111;padding:0 0.3em">Outlined</span>: {e(outlined)}. '
-        'Hover a token for its details; click it to keep them open and copy them.</div></div>')
+        + (PRINTED_HINT if printed else SCREEN_HINT) + '</div></div>')
