@@ -31,7 +31,8 @@ from ui.model_work import model_turn, queued
 from ui.models import FAILED, allowed_methods, cached_model, cached_stats, drop_refused, refused_note
 from ui.params import changed, flat, param_widgets
 from ui.places import EXPLORE, EXPLORE_BOS, FITTED, SIDE_BY_SIDE, label
-from ui.reference_view import plain, reference_section, reference_source_ui, resolve_reference
+from ui.markdown import md
+from ui.reference_view import reference_section, reference_source_ui, resolve_reference
 from ui.stale import results_container
 from ui.token_scale import reference_texts, scale_ui
 from ui.token_views import draw_panels, explore_panel, export_buttons, heatmap_page
@@ -176,8 +177,8 @@ def request_estimate(spec: str | None, text: str, bos: str, methods: list[str], 
 
 def whose(stats, stamp: ResultStamp) -> str:
     """Which text, model and settings the numbers below belong to."""
-    return (f"Scores of “{plain(stamp.text_preview)}” ({stats.n_scored} tokens, sha256 `{stamp.short_hash}`) under "
-            f"model **{plain(stamp.model)}** (fingerprint `{stamp.fingerprint[:12]}`), BOS policy {stamp.bos}, "
+    return (f"Scores of “{md(stamp.text_preview)}” ({stats.n_scored} tokens, sha256 `{stamp.short_hash}`) under "
+            f"model **{md(stamp.model)}** (fingerprint `{stamp.fingerprint[:12]}`), BOS policy {stamp.bos}, "
             + ", ".join(f"{name} {value}" for name, value in stamp.settings) + "; higher = more member-like.")
 
 

@@ -10,7 +10,7 @@ from mia_core.api import LESSON_STAGES, teaching_order
 from mia_core.methods import NEEDS
 from ui.learn_toys import draw_mode_toy, draw_toy, toy_methods
 from ui.places import EXPLORE
-from ui.reference_view import plain
+from ui.markdown import md
 
 #: Methods whose entry is open when the page loads: the first two a learner meets.
 OPEN_FIRST = 2
@@ -20,7 +20,7 @@ def paper_line(name: str) -> str:
     """The method's paper as markdown: authors, year, title and venue, and its link where the sources give one."""
     paper = METHODS[name].paper
     link = f" [{paper.link}]({paper.link})" if paper.link else " (no link in the project's sources)"
-    return f"**Paper:** {plain(paper.cite())}{link}"
+    return f"**Paper:** {md(paper.cite())}{link}"
 
 
 st.title("Learn: how the methods decide")
@@ -38,7 +38,7 @@ for n, name in enumerate(order):
         st.latex(spec.formula)
         st.write(spec.idea)
         st.markdown(paper_line(name))
-        st.markdown(f"**When it fails:** {plain(spec.fails)}")
+        st.markdown(f"**When it fails:** {md(spec.fails)}")
         st.markdown("**Needs:** " + "; ".join(NEEDS[need].split(" (`")[0] for need in spec.needs) + ".")
         st.caption(f"Access to the model: {', '.join(spec.access_words())} · cost: {spec.cost}")
         if name in toys:

@@ -18,7 +18,7 @@ from mia_core.stamp import ResultStamp, stamp_for
 from ui.model_work import queued
 from ui.models import cached_model, cached_stats
 from ui.params import flat
-from ui.reference_view import plain
+from ui.markdown import md
 from ui.token_views import explore_panel
 from ui.work_estimate import count_tokens
 
@@ -58,7 +58,7 @@ def remember_scored(old: Scored | None, new: Scored) -> None:
 def stamp_line(stamp: ResultStamp, n_scored: int) -> str:
     """The stamp above a column: model and fingerprint, text and hash, BOS policy and the methods' settings."""
     settings = "".join(f", {name} {value}" for name, value in stamp.settings)
-    return (f"model **{plain(stamp.model)}** (fingerprint `{stamp.fingerprint[:12]}`) · text “{plain(stamp.text_preview)}” "
+    return (f"model **{md(stamp.model)}** (fingerprint `{stamp.fingerprint[:12]}`) · text “{md(stamp.text_preview)}” "
             f"(sha256 `{stamp.short_hash}`, {n_scored} tokens) · BOS {stamp.bos}{settings}")
 
 
@@ -75,7 +75,7 @@ def draw_column(which: str, title: str, scored: Scored, stats, decode, methods: 
         st.markdown(f"#### {title}")
         st.caption(stamp_line(stamp, stats.n_scored))
         for method in methods:
-            label = f"{mia_core.METHODS[method].label} · {plain(scored.spec)}"
+            label = f"{mia_core.METHODS[method].label} · {md(scored.spec)}"
             try:
                 score = mia_core.score(method, stats, **values[method])
             except ValueError as err:
@@ -96,20 +96,20 @@ def draw_comparison(current: Scored, stats, methods: list[str], values: dict, sc
         return
     st.subheader("Side by side: the previous model and this one")
     try:
-        with st.spinner(f"Statistics of the text under {plain(previous.spec)} …"):
+        with st.spinner(f"Statistics of the text under {md(previous.spec)} …"):
             before = queued(lambda: cached_stats(previous.spec, (previous.text,), previous.bos)[0], "Scoring a text",
                             count_tokens(previous.spec, (previous.text,), previous.bos))
             decode_before = cached_model(previous.spec).tokenizer.decode
     except mia_core.ModelLoadError as err:  # e.g. a local folder removed since: nothing to compare with any more
         st.session_state.pop(PREVIOUS, None)
-        st.warning(f"The previous model {plain(previous.spec)} no longer loads, so it is not compared: {plain(str(err))}")
+        st.warning(f"The previous model {md(previous.spec)} no longer loads, so it is not compared: {md(str(err))}")
         return
     left, right = st.columns(2)
     with left:
-        draw_column("previous", f"Previous model: {plain(previous.spec)}", previous, before, decode_before, methods,
+        draw_column("previous", f"Previous model: {md(previous.spec)}", previous, before, decode_before, methods,
                     values, scale_how, reference_tokens, page)
     with right:
-        draw_column("current", f"This model: {plain(current.spec)}", current, stats,
+        draw_column("current", f"This model: {md(current.spec)}", current, stats,
                     cached_model(current.spec).tokenizer.decode, methods, values, scale_how, reference_tokens, page)
     if st.button("Clear the comparison", key="explore_compare_clear",
                  help="Forget the previous model's result; scoring a different text forgets it too."):

@@ -31,7 +31,7 @@ from mia_core.names import shown_name
 from mia_core.stamp import ResultStamp, stamp_for
 from ui.model_work import model_turn
 from ui.models import cached_model
-from ui.reference_view import plain
+from ui.markdown import md
 from ui.stale import results_container
 from ui.work_estimate import device_type
 
@@ -132,8 +132,8 @@ def run_extraction(spec: str, text: str, bos: str, settings: ExtractionSettings,
 def whose(stamp: ResultStamp, result: ExtractionResult) -> str:
     """Which text, model and settings the numbers below belong to."""
     s = result.settings
-    return (f"Extraction of “{plain(shown_name(stamp.text_preview))}” ({result.n_text_tokens:,} tokens, sha256 "
-            f"`{stamp.short_hash}`) under model **{plain(shown_name(stamp.model))}** "
+    return (f"Extraction of “{md(shown_name(stamp.text_preview))}” ({result.n_text_tokens:,} tokens, sha256 "
+            f"`{stamp.short_hash}`) under model **{md(shown_name(stamp.model))}** "
             f"(fingerprint `{stamp.fingerprint[:12]}`), "
             f"BOS policy {stamp.bos}: windows of prefix {s.prefix} + suffix {s.suffix} tokens every {s.stride} "
             f"tokens, top-{s.top_k} sampling at temperature {s.temperature:g}.")

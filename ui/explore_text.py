@@ -13,7 +13,7 @@ import streamlit as st
 from mia_core.inputs.documents import MAX_UPLOAD_BYTES, DocumentError, document_text
 from mia_core.inputs.reflow import reflow
 from mia_core.limits import MAX_REQUEST_CHARS
-from ui.reference_view import plain
+from ui.markdown import md
 
 SAMPLE = ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
           "foolishness, it was the epoch of belief, it was the epoch of incredulity.")
@@ -62,7 +62,7 @@ def follow_upload(upload) -> None:
             if PASTED not in state:
                 state[PASTED] = state.get(TEXT, SAMPLE)
             if len(text) > MAX_REQUEST_CHARS:
-                st.warning(f"{plain(upload.name)} holds {len(text):,} characters: its first {MAX_REQUEST_CHARS:,} are in "
+                st.warning(f"{md(upload.name)} holds {len(text):,} characters: its first {MAX_REQUEST_CHARS:,} are in "
                            "the text box (the most scored at once).")
             state[TEXT] = text[:MAX_REQUEST_CHARS]
             state[SHOWN] = upload.name
@@ -77,7 +77,7 @@ def text_input_ui() -> str:
     shown = st.session_state.get(SHOWN)
     if upload is not None and shown is not None:
         pdf = Path(shown).suffix.lower() == ".pdf"
-        st.caption(f"The text below is {plain(shown)}'s" + (", re-flowed (line breaks inside paragraphs joined)"
+        st.caption(f"The text below is {md(shown)}'s" + (", re-flowed (line breaks inside paragraphs joined)"
                                                             if pdf else "")
                    + ": edit it before scoring; remove the file to get back what was pasted.")
     return st.text_area("Text", height=150, key=TEXT, max_chars=MAX_REQUEST_CHARS)

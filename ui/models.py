@@ -26,9 +26,9 @@ BUILT_IN = {
     "other": "Another model: hub id or local folder",
     "served": "A served model: vLLM or an OpenAI-compatible server",
 }
-#: What the served model's box shows before anything is typed (README, "Served models").
+#: What the served model's box shows before anything is typed (docs: Models, "Served models").
 SERVED_EXAMPLE = "http://127.0.0.1:8000/v1?model=NAME"
-#: Set to 1 by an operator who lets the dashboard's visitors use API keys from its environment (SECURITY.md).
+#: Set to 1 by an operator who lets the dashboard's visitors use API keys from its environment (docs: Security).
 SERVED_KEYS_ENV = "MIA_LENS_SERVED_KEYS"
 #: Session keys: specs that failed to load (spec → message), the spec known loaded, a spec from a link to confirm.
 FAILED, LOADED, UNCONFIRMED = "model_failed", "model_loaded", "model_unconfirmed"
@@ -87,7 +87,7 @@ def chosen_spec() -> str | None:
             return None
         if "key_env=" in spec and os.environ.get(SERVED_KEYS_ENV) != "1":  # a visitor could send our key anywhere
             bar.error(f"This dashboard sends no API key from its environment (key_env=): its operator allows that "
-                      f"with {SERVED_KEYS_ENV}=1 (SECURITY.md).")
+                      f"with {SERVED_KEYS_ENV}=1 (docs: Security and limits).")
             return None
     else:
         spec = bar.text_input("Hub id or local folder", key="model_other", placeholder="EleutherAI/pythia-160m").strip()

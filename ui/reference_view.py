@@ -9,7 +9,6 @@ and later sessions reuse them.
 """
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from mia_core.reference import (
     kept_reference, load_reference, setting_conflicts,
 )
 from ui.helpers import UPLOAD_TYPES, read_upload
+from ui.markdown import md
 from ui.model_work import model_turn
 from ui.models import cached_model
 from ui.work_estimate import count_tokens, device_type, request_passes
@@ -46,11 +46,6 @@ KEPT = ("The known non-members' scores are computed once per model and setting a
         "reuse them; another model, setting or code version scores them again.")
 
 
-def plain(text: str) -> str:
-    """A user string shown as itself in markdown (file names may hold *, _, [ ] or HTML)."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~])", r"\\\1", text)
-
-
 def scored_reference(spec: str, texts: Sequence[str], source: str, methods: list[str], k: float | None, bos: str,
                      params: dict, what: str, cost: int = 0) -> ReferenceSet:
     """The reference set of `texts` under this model and setting: kept from an earlier text or session, else scored
@@ -60,7 +55,7 @@ def scored_reference(spec: str, texts: Sequence[str], source: str, methods: list
     kept = kept_reference(lm, texts, methods, **setting)
     if kept is not None:
         return kept
-    name = plain(shown_name(spec))
+    name = md(shown_name(spec))
     bar = st.progress(0.0, text=f"Scoring the reference set for {name}: waiting for the model …")
 
     def show(progress: TextsProgress) -> None:
@@ -180,7 +175,7 @@ def reference_section(reference: ReferenceSet, stats, scores: dict[str, float]) 
         return
     result, notes = compare(reference, pd.DataFrame({m: [v] for m, v in shown.items()}), [stats.text],
                             [stats.n_scored])
-    st.markdown(f"**Compared with known non-members**: {plain(reference.describe())}. The p-value is the share of them (plus this text) that score at "
+    st.markdown(f"**Compared with known non-members**: {md(reference.describe())}. The p-value is the share of them (plus this text) that score at "
                 "least as high: small p = unusually member-like for a text of this kind.")
     for column, (method, value) in zip(st.columns(len(shown)), shown.items()):
         label = mia_core.METHODS[method].label
@@ -190,6 +185,6 @@ def reference_section(reference: ReferenceSet, stats, scores: dict[str, float]) 
             st.plotly_chart(reference_figure(others.to_numpy(dtype=float), value, label),
                             width="stretch", key=f"explore_reference_{method}")
     for note in notes:
-        st.caption(f"Note: {plain(note)}.")
+        st.caption(f"Note: {md(note)}.")
     st.caption("A p-value is valid when the text is of the same kind as the known non-members (source, period, "
                "length); it says how unusual the score is, not that the text was trained on.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from mia_core.stamp import ResultStamp
-from ui.reference_view import plain
+from ui.markdown import md
 
 #: Greyed results: the container of stale results carries this key (Streamlit adds the class `st-key-<key>`).
 STALE_KEY = "explore_results_stale"
@@ -17,7 +17,7 @@ STALE_KEY = "explore_results_stale"
 
 def stale_line(stamp: ResultStamp, changed: list[str], button: str = "Score") -> str:
     """The warning over stale results: what they were computed for, what changed, what to do."""
-    return (f"These results were computed for model {plain(stamp.model)} on text “{plain(stamp.text_preview)}” "
+    return (f"These results were computed for model {md(stamp.model)} on text “{md(stamp.text_preview)}” "
             f"({stamp.short_hash}), BOS {stamp.bos} — {' and '.join(changed)} changed since: press {button} to "
             "recompute.")
 

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from mia_core import METHODS, load_model, score
 from ui.explore_compare import PREVIOUS, Scored, next_previous
 from ui.models import cached_stats, shared_model
-from ui.reference_view import plain
+from ui.markdown import md
 from ui.work_estimate import count_tokens
 
 pytestmark = pytest.mark.integration  # the app loads models
@@ -57,12 +57,12 @@ def test_explore_shows_the_previous_model_beside_the_new_one_for_the_same_text(t
     shown = compared_metrics(at)
     methods = at.multiselect(key="explore_methods").value
     assert methods == ["min_k_pp", "min_k"]
-    expected = {f"{METHODS[m].label} · {plain(spec)}": direct(spec, m, k=0.2) for spec in (first, second) for m in methods}
+    expected = {f"{METHODS[m].label} · {md(spec)}": direct(spec, m, k=0.2) for spec in (first, second) for m in methods}
     assert shown == expected and len(set(shown.values())) == 4  # each number is its own model's
     heatmaps = " ".join(h.proto.body for h in at.get("html"))
     assert all(f'id="compare-{which}-{m}"' in heatmaps for which in ("previous", "current") for m in methods)
     titles = [m.value for m in at.markdown if m.value.startswith("#### ")]
-    assert titles == [f"#### Previous model: {plain(first)}", f"#### This model: {plain(second)}"]
+    assert titles == [f"#### Previous model: {md(first)}", f"#### This model: {md(second)}"]
     fingerprints = {spec: load_model(spec).fingerprint[:12] for spec in (first, second)}
     short = hashlib.sha256(TEXT.encode()).hexdigest()[:8]
     stamps = [c.value for c in at.caption if c.value.startswith("model **")]

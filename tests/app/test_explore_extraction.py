@@ -17,7 +17,7 @@ from mia_core import load_model
 from mia_core.extract import ExtractionSettings, extract_texts
 from mia_core.extract.result import THRESHOLDS
 from mia_core.limits import MAX_REQUEST_TOKEN_PASSES_CPU
-from ui.reference_view import plain
+from ui.markdown import md
 
 from tests.extract.test_extraction import passages_at_every_word
 from tests.support.app import app
@@ -101,7 +101,7 @@ def test_extraction_shows_its_cost_first_then_the_same_numbers_as_extract_texts(
     assert f"greedy decoding reproduces {int(expected.windows['greedy'].sum()):,} of {windows:,}" in counts
     assert any("fact about the model" in c.value for c in at.caption)
     stamp = next(m.value for m in at.markdown if m.value.startswith("Extraction of"))
-    assert plain(str(memorised_dir)) in stamp and f"`{lm.fingerprint[:12]}`" in stamp and f"({n_tokens} tokens" in stamp
+    assert md(str(memorised_dir)) in stamp and f"`{lm.fingerprint[:12]}`" in stamp and f"({n_tokens} tokens" in stamp
     assert "prefix 8 + suffix 6 tokens every 3 tokens, top-40 sampling at temperature 1" in stamp
     body = next(h.proto.body for h in at.get("html") if 'id="explore-extraction"' in h.proto.body)
     assert body.count('class="mia-x-greedy"') == len(expected.passages(greedy=True))
