@@ -103,6 +103,14 @@ def token_pass_bound(device_type: str) -> int:
     return MAX_REQUEST_TOKEN_PASSES_CPU if device_type == "cpu" else MAX_REQUEST_TOKEN_PASSES_GPU
 
 
+def bound_place(device_type: str) -> str:
+    """Where a request's bound applies, in words: this server's CPU or GPU, or a served model's server, whose device
+    it does not report (so it is named as what it is, never guessed)."""
+    if device_type == "served":
+        return "the model's server (its device is not reported)"
+    return f"this server's {'CPU' if device_type == 'cpu' else 'GPU'}"
+
+
 def check_request_cost(token_passes: int, device_type: str, what: str = "This request") -> None:
     """Refuse a request whose estimated token-passes exceed the bound for the model's device (before it queues)."""
     bound = token_pass_bound(device_type)

@@ -82,12 +82,19 @@ def test_heatmap_draws_one_page_of_a_long_text_and_pages_cover_it_exactly():
 def test_heatmap_html_of_a_50k_token_text_stays_small():
     stats = word_stats(50_000, seed=1)
     page = heatmap_html(stats, stats.logprob, np.zeros(50_000, bool))
-    assert len(page.encode()) < 1_000_000  # one page; the whole text drawn at once was ~12 MB (see SECURITY.md)
+    assert len(page.encode()) < 1_000_000  # one page; the whole text drawn at once was ~12 MB
 
 
 def test_security_md_lists_every_bound():
-    text = (ROOT / "SECURITY.md").read_text()
+    text = (ROOT / "docs" / "security.md").read_text()
     names = [n for module in (limits, file_limits) for n in vars(module) if n.startswith("MAX_")]
     assert len(names) >= 14
     missing = [n for n in names if f"`{n}`" not in text]
     assert not missing, missing
+
+
+def test_a_bound_names_the_device_it_applies_to_and_never_guesses_a_served_ones():
+    assert limits.bound_place("cpu") == "this server's CPU"
+    assert limits.bound_place("cuda") == limits.bound_place("mps") == "this server's GPU"
+    served = limits.bound_place("served")  # a vLLM server does not say whether it runs on a GPU
+    assert "GPU" not in served and "CPU" not in served and "not reported" in served

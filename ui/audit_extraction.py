@@ -20,7 +20,7 @@ from mia_core.audit.sources import Source
 from mia_core.audit.timing import tokens_per_word
 from mia_core.extract import ExtractionSettings
 from mia_core.inputs.tables import InputError
-from mia_core.limits import token_pass_bound
+from mia_core.limits import bound_place, token_pass_bound
 from mia_core.model.options import ModelRef
 from mia_core.runs.extraction_units import ExtractionUnits
 from ui.audit_progress import POLL_S, results_store, source_signature, word_counts
@@ -62,15 +62,15 @@ def extraction_ui(spec: str | None, calibration: Source | None, books: Source | 
         return settings, None  # the books cannot be read: Run says why
     tokens, passes = extraction_cost(words, tokens_per_word(cached_model(spec)), settings)
     device = device_type(spec)
-    bound, where = token_pass_bound(device), "CPU" if device == "cpu" else "GPU"
+    bound, where = token_pass_bound(device), bound_place(device)
     line = (f"Extraction cost before it runs: (prefix {settings.prefix} + suffix {settings.suffix}) / stride "
             f"{settings.stride} = {settings.forward_tokens_per_text_token():g} × about {tokens:,} tokens of the books "
             f"= **about {passes:,} token-passes**")
     if passes > bound:
-        st.error(f"{line}, over the {bound:,} one request may cost on this server's {where}: raise the stride, audit "
+        st.error(f"{line}, over the {bound:,} one request may cost on {where}: raise the stride, audit "
                  "fewer or shorter books, or run `mia audit-books --extraction` from the command line.")
         return None, "the extraction is over this server's bound"
-    st.caption(f"{line}, within the {bound:,} one request may cost on this server's {where}. It runs after the "
+    st.caption(f"{line}, within the {bound:,} one request may cost on {where}. It runs after the "
                "snippets are scored, in the same background job.")
     return settings, None
 

@@ -26,7 +26,7 @@ from mia_core.extract.render import extraction_html, format_pz, visible
 from mia_core.extract.result import EXTRACTABLE, THRESHOLDS, WINDOW_COLUMNS
 from mia_core.extract.settings import MAX_TOP_K, MAX_WINDOW_TOKENS
 from mia_core.extract.windows import layout_text
-from mia_core.limits import RequestTooLarge, check_request_chars, check_request_cost, token_pass_bound
+from mia_core.limits import RequestTooLarge, bound_place, check_request_chars, check_request_cost, token_pass_bound
 from mia_core.names import shown_name
 from mia_core.stamp import ResultStamp, stamp_for
 from ui.model_work import model_turn
@@ -41,7 +41,7 @@ TITLE = "Extraction: can the model reproduce this text word for word?"
 RUN = "Run extraction"
 #: Why a request is bounded, per device (`mia_core.limits`): what the bound protects.
 BOUND_REASON = ("one request holds the server's model while it runs and the others wait in line, so a request may "
-                "cost at most {bound:,} token-passes on this server's {where} (about five minutes of the demo model on "
+                "cost at most {bound:,} token-passes on {where} (about five minutes of the demo model on "
                 "two CPU cores; two on a GPU)")
 FACT = ("These numbers are a fact about the model under this sampling scheme (they can be checked by sampling), not "
         "a statistical inference about its training data: a passage common on the web, or formulaic, can be "
@@ -91,13 +91,13 @@ def plan_run(spec: str, text: str, bos: str, prefix: int, suffix: int, stride: i
 
 def cost_line(plan: Plan, settings: ExtractionSettings, device: str) -> str:
     """"Cost: 37 windows × 101 tokens = 3,737 token-passes …", and whether that fits the bound (why not, when not)."""
-    bound, where = token_pass_bound(device), "CPU" if device == "cpu" else "GPU"
+    bound, where = token_pass_bound(device), bound_place(device)
     lead = "a lead token + " if plan.width > settings.window else ""
     line = (f"Cost before running: {plan.windows:,} windows × {plan.width:,} tokens ({lead}prefix {settings.prefix} + "
             f"suffix {settings.suffix}) = **{plan.token_passes:,} token-passes** (each window is fed on its own; "
             "windows repeated in the text are computed once)")
     if plan.token_passes <= bound:
-        return line + f", within the {bound:,} one request may cost on this server's {where}."
+        return line + f", within the {bound:,} one request may cost on {where}."
     return (line + f" — **over the bound, it will not run here**: {BOUND_REASON.format(bound=bound, where=where)}. "
             "Raise the stride, shorten the text, or run `mia extract` from the command line.")
 

@@ -13,7 +13,7 @@ import streamlit as st
 
 import mia_core
 from mia_core.api.params import param_infos
-from mia_core.limits import token_pass_bound
+from mia_core.limits import bound_place, token_pass_bound
 from ui.models import cached_model
 
 def extra_passes(method: str, params: Mapping[str, Any] | None = None) -> float:
@@ -45,7 +45,6 @@ def device_type(spec: str) -> str:
 def estimate_line(tokens: int, passes: int, device: str) -> str:
     """"≈ 12,000 tokens × 2 passes = 24,000 token-passes, of the 50,000 one request may cost on this CPU server"."""
     bound = token_pass_bound(device)
-    where = "CPU" if device == "cpu" else "GPU"
     over = " — over the bound: it will not run here" if tokens * passes > bound else ""
     return (f"Estimated cost: ≈ {tokens:,} tokens × {passes} pass{'es' if passes != 1 else ''} = "
-            f"{tokens * passes:,} token-passes, of the {bound:,} one request may cost on this server's {where}{over}.")
+            f"{tokens * passes:,} token-passes, of the {bound:,} one request may cost on {bound_place(device)}{over}.")
