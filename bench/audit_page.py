@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import torch
+from envelope import load as load_average, write_result
 
 from mia_core.paths import cache_root
 from mia_core.runs.store import ResultsStore
@@ -146,7 +147,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds a page run may take")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
-    load_before = os.getloadavg()
+    load_before, load_words = os.getloadavg(), load_average()
     runs = []
     with tempfile.TemporaryDirectory(prefix="audit-page-bench-") as tmp:
         for i in range(args.repeats):
@@ -160,7 +161,7 @@ def main() -> None:
            "page_s": page, "ratio_page_over_cli": page / cli, "runs": runs, "torch_threads": torch.get_num_threads(),
            "cpus": os.cpu_count(), "loadavg_before": load_before, "loadavg_after": os.getloadavg()}
     if args.json:
-        args.json.write_text(json.dumps(out, indent=1))
+        write_result(args.json, "audit-page", out, load_before=load_words)
     print(f"{out['snippets']} snippets: CLI {cli:.1f} s, page {page:.1f} s, page/CLI = {page / cli:.2f} "
           f"(load average {load_before[0]:.1f} before, {out['loadavg_after'][0]:.1f} after, {out['cpus']} CPUs)")
 

@@ -1,7 +1,8 @@
 """The core on a GPU: throughput against the authors' loop and the FLOP floor, bf16 correctness, OOM halving.
 
 One script for a GPU machine (H100/H200 class), in parts that each write their numbers to
-`--out/<part>.json` and print a table:
+`--out/<part>.json` (inside the envelope of bench/envelope.py: copy them to bench/results/ under a new name) and
+print a table:
 
 - `throughput`: models `demo` (real weights), `llama-1b` (random, hidden 2048, 16 layers, vocab 128256),
   `llama-7b` (random, hidden 4096, 32 layers, vocab 32000) and `llama-135m` (random, demo's shape: hidden 576,
@@ -50,6 +51,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import authors_loop  # noqa: E402  (bench/ is on sys.path when run as a script)
+from envelope import load as load_average, write_result  # noqa: E402
 
 import mia_core  # noqa: E402
 from mia_core import metrics  # noqa: E402
@@ -483,20 +485,23 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     info = {**versions(device), "device_mask": not args.no_device_mask}
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if device.type == "cuda" else None
+    load_before = load_average()
     rates = ceilings(device, args.smoke)
     info.update(rates)
     log(json.dumps(info))
-    (out / "environment.json").write_text(json.dumps(info, indent=1))
+    write_result(out / "environment.json", "gpu-environment", info, load_before=load_before, gpus=gpus)
     summary = {}
     with tempfile.TemporaryDirectory() as tmp:
         for part in args.parts.split(","):
-            start = time.perf_counter()
+            start, load_before = time.perf_counter(), load_average()
             fn = {"throughput": lambda: part_throughput(args, device, rates, Path(tmp)),
                   "correctness": lambda: part_correctness(args, device, Path(tmp)),
                   "auroc": lambda: auroc_agreement(args, device, Path(tmp)),
                   "heavy": lambda: part_heavy(args, device, Path(tmp))}[part]
             result = fn()
-            (out / f"{part}.json").write_text(json.dumps(result, indent=1, default=float))
+            write_result(out / f"{part}.json", f"gpu-{part}", result, load_before=load_before, gpus=gpus,
+                         environment=versions(device))
             log(f"[{part}: {time.perf_counter() - start:.0f} s]")
             summary[part] = result
     key = "llama-1b/wikimia-like"

@@ -1,7 +1,7 @@
 """Host work per text around the statistics pass, before and after a change, measured in one run (CPU).
 
 On a GPU the device finishes small models' batches in milliseconds and the host's work per text — tokenising,
-batching, assembling `TokenStats`, the methods — decides the throughput (README, "Performance (GPU)"). Here the
+batching, assembling `TokenStats`, the methods — decides the throughput (docs/performance.md). Here the
 same arms as `bench/gpu.py --parts throughput` run on the CPU, on the same WikiMIA-like texts:
 
 - (b) `token_stats` (no cache) + the five statistics-only methods, each text scored by `mia_core.score` (gpu.py's (b));
@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from contract import extract
+from envelope import load as load_average, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = r"""
@@ -131,6 +132,7 @@ def main() -> None:
     parser.add_argument("--inner", type=int, default=3, help="rounds of each arm per process (the fastest counts)")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
+    load_before = load_average()
     results: dict = {}
     print(f"{'model':9s} {'tree':6s} {'texts':>5s} {'tokens':>7s} {'(b) s':>7s} {'(s) s':>7s} {'(c) s':>7s} "
           f"{'(b)÷(c)':>7s} {'(s)÷(c)':>7s} {'host ms/text (b)':>16s} {'(s)':>6s} {'(b−c)/text ms':>13s}", flush=True)
@@ -155,7 +157,7 @@ def main() -> None:
                   f"{row['max_score_diff']:.3g}", flush=True)
     print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        write_result(args.json, "cpu-host-overhead", results, load_before=load_before, before_commit=args.before)
     first = next(iter(results))
     print(f"ratio={results[first]['host_ratio']:.3f}")
 

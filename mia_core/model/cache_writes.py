@@ -1,10 +1,10 @@
 """Statistics-cache writes on one thread beside the statistics pass, so the pass never waits for the disk.
 
 Writing an entry is mostly creating two directory entries (a temporary file, then its rename): 0.3–0.4 ms a text
-on this machine's ext4, the largest of the host's parts per text (README, "Performance"). On a GPU that is time the
-device waits for the host. The writes here run on one thread, whose file calls release the GIL. The writes are
-bounded (`MAX_PENDING` wait at most), and a failed write is raised on the caller's thread at its next `put` or at
-`close`, the same error that a write on the caller's thread would have raised.
+on this machine's ext4, the largest of the host's parts per text (docs/performance.md, "Where the host's time goes
+(CPU)"). On a GPU that is time the device waits for the host. The writes here run on one thread, whose file calls
+release the GIL. The writes are bounded (`MAX_PENDING` wait at most), and a failed write is raised on the caller's
+thread at its next `put` or at `close`, the same error that a write on the caller's thread would have raised.
 """
 from __future__ import annotations
 
