@@ -3,6 +3,7 @@ legends, a method's panel on each scale against hand-computed percentiles, and t
 stamped)."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import html
 import re
@@ -187,3 +188,12 @@ def test_a_printed_heatmap_says_what_colours_mean_instead_of_how_to_hover():
     paper = heatmap_html(stats, stats.logprob, chosen, printed=True)
     assert "Hover a token" in screen and "its score on the bar above" not in screen
     assert "Hover" not in paper and "click" not in paper and "Each token's background is its score on the bar above" in paper
+
+
+def test_a_token_without_mu_and_sigma_says_the_server_did_not_return_them():
+    """A served model asked for top log-probs gives no μ or σ: its tooltips say so instead of "μ nan · σ nan"."""
+    stats = word_stats(5, seed=4)
+    served = dataclasses.replace(stats, mu=np.full(5, np.nan), sigma=np.full(5, np.nan))
+    page = heatmap_html(served, served.logprob, np.zeros(5, bool))
+    assert "nan" not in page.lower() and page.count("μ, σ: not returned by this server") == 5
+    assert f"μ {stats.mu[0]:.3f} · σ {stats.sigma[0]:.3f}" in heatmap_html(stats, stats.logprob, np.zeros(5, bool))

@@ -11,6 +11,7 @@ outlined. Each token's details show at once in a styled box on hover, and stay w
 from __future__ import annotations
 
 import html
+import math
 from typing import Callable
 
 import numpy as np
@@ -75,11 +76,18 @@ def text_colour(background: str) -> str:
     return "#111" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#fff"
 
 
+#: What a token's details say of μ and σ when the model did not give them (a server asked for top log-probs only).
+MOMENTS_MISSING = "μ, σ: not returned by this server"
+
+
 def token_tooltip(stats: TokenStats, i: int, score: float, decode: Callable[[int], str] | None) -> str:
     """Details of token i on one line: the token, its score, log p, μ, σ, rank and the top-1 alternative."""
     top1 = decode(int(stats.top1_id[i])) if decode else str(int(stats.top1_id[i]))
-    return (f"token {stats.tokens[i]!r} · score {score:.3f} · log p {stats.logprob[i]:.3f} · μ {stats.mu[i]:.3f} · "
-            f"σ {stats.sigma[i]:.3f} · rank {int(stats.rank[i])} · top-1 {top1!r} (log p {stats.top1_logprob[i]:.3f})")
+    mu, sigma = float(stats.mu[i]), float(stats.sigma[i])
+    moments = (f"μ {mu:.3f} · σ {sigma:.3f}" if math.isfinite(mu) and math.isfinite(sigma)
+               else MOMENTS_MISSING)  # a served model's top-k log-probs carry no full distribution
+    return (f"token {stats.tokens[i]!r} · score {score:.3f} · log p {stats.logprob[i]:.3f} · {moments} · "
+            f"rank {int(stats.rank[i])} · top-1 {top1!r} (log p {stats.top1_logprob[i]:.3f})")
 
 
 def token_spans(stats: TokenStats, token_scores: np.ndarray, selected: np.ndarray, scale: Scale, first: int,
