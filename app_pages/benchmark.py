@@ -22,13 +22,13 @@ from mia_core.inputs.benchmarks import BENCHMARKS
 from mia_core.limits import RequestTooLarge, check_request_cost
 from mia_core.methods import NEEDS
 from ui.bench_data import data_ui
-from ui.bench_runs import compare_ui, download_name, keep_run, metrics_json, scores_csv, short_model
+from ui.bench_runs import compare_ui, download_name, keep_run, metrics_json, scores_csv
 from ui.bench_tables import blind_note, blind_table, column_config, metrics_table, shown, unresolved_note
 from ui.charts import bucket_table, distribution_figure, method_label, roc_figure
 from ui.helpers import BenchmarkHelpers, benchmark_helpers_ui, helpers_note
 from ui.jobs import public_message
 from ui.model_work import model_turn
-from ui.models import allowed_methods, cached_model, drop_refused, refused_note
+from ui.models import allowed_methods, cached_model, drop_refused, refused_note, short_model
 from ui.params import changed, param_widgets
 from ui.places import BENCHMARK, FITTED, label
 from ui.work_estimate import count_tokens, device_type, estimate_line, request_passes

@@ -42,3 +42,13 @@ def escaped(match: re.Match) -> str:
 def html_text(value) -> str:
     """`value` as text inside HTML (an element's body or a quoted attribute): every markup character escaped."""
     return html.escape(str(value), quote=True)
+
+
+#: What a download's file name may hold: letters, digits, '.', '_' and '-' (no path, space or control character).
+_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_name(*parts: object, suffix: str) -> str:
+    """"audit_3f2a9c1e0b7d_demo-known_books.csv": the parts that say what a download holds, joined by '_', each cut to
+    safe characters, so two runs' files neither overwrite each other nor get mixed up on any system."""
+    return "_".join(_FILE_UNSAFE.sub("-", str(p)).strip("-.") or "x" for p in parts if str(p)) + suffix

@@ -12,14 +12,20 @@ import pandas as pd
 
 from .csv_safe import to_csv_safe
 from .api import Score, TokenStats
+from .stamp import ResultStamp
 
+#: Columns of the per-token CSV that say what it was computed for, when a stamp is given (then `setting_<name>`).
+ABOUT_COLUMNS = ("model", "model_fingerprint", "text_sha256", "bos")
 #: Columns of the per-token CSV before the methods' own (`<method>_score`, `<method>_selected`).
 TOKEN_COLUMNS = ("position", "token", "char_start", "char_end", "logprob", "mu", "sigma", "rank", "top1_token",
                  "top1_logprob")
 
 
-def token_table(stats: TokenStats, scores: dict[str, Score], decode: Callable[[int], str] | None = None) -> pd.DataFrame:
-    """One row per scored token: its text and offsets, the statistics, and each method's token score and selection."""
+def token_table(stats: TokenStats, scores: dict[str, Score], decode: Callable[[int], str] | None = None,
+                stamp: ResultStamp | None = None) -> pd.DataFrame:
+    """One row per scored token: its text and offsets, the statistics, and each method's token score and selection;
+    with `stamp`, first the model, its fingerprint, the text's SHA-256, the BOS policy and the settings (k, …) the
+    numbers were computed for (`ABOUT_COLUMNS`, then one column per setting), so the file says where it came from."""
     top1 = [decode(int(i)) if decode else str(int(i)) for i in stats.top1_id]
     table = pd.DataFrame({
         "position": np.arange(stats.n_scored), "token": list(stats.tokens),
@@ -33,9 +39,14 @@ def token_table(stats: TokenStats, scores: dict[str, Score], decode: Callable[[i
             raise ValueError(f"{method}: {values.shape[0]} token scores for {stats.n_scored} tokens")
         table[f"{method}_score"] = values
         table[f"{method}_selected"] = np.asarray(score.selected, dtype=bool)
-    return table
+    if stamp is None:
+        return table
+    about = {"model": stamp.model, "model_fingerprint": stamp.fingerprint, "text_sha256": stamp.text_sha256,
+             "bos": stamp.bos} | {f"setting_{name}": value for name, value in stamp.settings}
+    return pd.concat([pd.DataFrame(about, index=table.index), table], axis=1)
 
 
-def token_csv(stats: TokenStats, scores: dict[str, Score], decode: Callable[[int], str] | None = None) -> str:
+def token_csv(stats: TokenStats, scores: dict[str, Score], decode: Callable[[int], str] | None = None,
+              stamp: ResultStamp | None = None) -> str:
     """`token_table` as CSV text, cells that a spreadsheet would run as formulas neutralised (`csv_safe`)."""
-    return to_csv_safe(token_table(stats, scores, decode))
+    return to_csv_safe(token_table(stats, scores, decode, stamp))

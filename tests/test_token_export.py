@@ -58,3 +58,15 @@ def test_stamp_says_what_changed():
     assert stamp.changed("demo", "The cat sat on the mat and more words follow here", "auto") == []
     assert stamp.changed("demo-known", "Another text", "none") == ["the model", "the text", "the BOS policy"]
     assert stamp.short_hash == hashlib.sha256(b"The cat sat on the mat and more words follow here").hexdigest()[:8]
+
+
+def test_token_csv_says_which_model_text_and_settings_its_numbers_belong_to(llama_lm):
+    text = "The owl and the pussy-cat went to sea"
+    stats = llama_lm.token_stats([text], cache=False)[0]
+    stamp = stamp_for("./models/my-llama", llama_lm.fingerprint, text, "auto", k=0.2)
+    read = pd.read_csv(io.StringIO(token_csv(stats, {"min_k": score("min_k", stats, k=0.2)}, stamp=stamp)),
+                       keep_default_na=False, dtype=str)
+    assert list(read.columns[:5]) == ["model", "model_fingerprint", "text_sha256", "bos", "setting_k"]
+    assert set(read["model"]) == {"./models/my-llama"} and set(read["model_fingerprint"]) == {llama_lm.fingerprint}
+    assert set(read["text_sha256"]) == {hashlib.sha256(text.encode()).hexdigest()} and set(read["setting_k"]) == {"0.2"}
+    assert list(read.columns[5:]) == [*TOKEN_COLUMNS, "min_k_score", "min_k_selected"] and len(read) == stats.n_scored

@@ -3,6 +3,7 @@ one book's snippets and the downloads."""
 from __future__ import annotations
 
 from dataclasses import asdict, replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -20,12 +21,13 @@ from mia_core.audit.report import BOOK_CSV_COLUMNS, SNIPPET_CSV_COLUMNS, report_
 from mia_core.audit.report_snippets import snippet_heatmap
 from mia_core.csv_safe import to_csv_safe
 from mia_core.demo.ground_truth import adapter_training_plays, demo_book_truth
+from mia_core.names import file_name
 from ui.audit_extraction import extraction_results_ui
 from ui.audit_progress import results_store
 from ui.dataset_inference import dataset_inference_ui
 from ui.jobs import public_message
 from ui.markdown import md
-from ui.models import cached_model
+from ui.models import cached_model, short_model
 
 TRUTH_WORDS = {1: "in training", 0: "held out"}
 PERCENT = ("rate", "rate_lo", "rate_hi", "prevalence", "prevalence_lo", "prevalence_hi")
@@ -178,18 +180,21 @@ def results_ui(run_id: str, analysis: AuditSettings) -> None:
     drill_down(result, run, lm)
     dataset_inference_ui(results_store(), run_id, run, lm)
     d1, dp, d2, d3 = st.columns(4)
-    d1.download_button("Report (HTML)", lambda: report_html(result, lm), f"audit-{run_id}.html", "text/html",
+    name = partial(file_name, "audit", run_id, short_model(run["model"]))  # named by run and model
+    d1.download_button("Report (HTML)", lambda: report_html(result, lm), name("report", suffix=".html"), "text/html",
                        key="audit_dl_html")  # built on click, not on every rerun
     if PDF_UNAVAILABLE:
         dp.caption(f"No PDF report here: {PDF_UNAVAILABLE}")
     else:
-        dp.download_button("Report (PDF)", lambda: report_pdf(result, lm), f"audit-{run_id}.pdf", "application/pdf",
+        dp.download_button("Report (PDF)", lambda: report_pdf(result, lm), name("report", suffix=".pdf"),
+                           "application/pdf",
                            key="audit_dl_pdf")  # A4, page numbers; rendered on click
-    d2.download_button("Books (CSV)", to_csv_safe(result.books[BOOK_CSV_COLUMNS]), "books.csv", "text/csv",
+    d2.download_button("Books (CSV)", to_csv_safe(result.books[BOOK_CSV_COLUMNS]), name("books", suffix=".csv"),
+                       "text/csv",
                        key="audit_dl_books")
     d3.download_button("Snippets (CSV)", lambda: "".join(to_csv_safe(c[SNIPPET_CSV_COLUMNS], header=i == 0)
                                                          for i, c in enumerate(result.snippet_chunks())),
-                       "snippets.csv", "text/csv", key="audit_dl_snippets")  # texts read on click only
+                       name("snippets", suffix=".csv"), "text/csv", key="audit_dl_snippets")  # texts read on click only
 
 
 def provenance_ui(result: AuditResult, lm) -> None:

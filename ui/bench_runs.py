@@ -5,27 +5,20 @@ the metrics JSON (model, fingerprint, dataset, k, seed, methods, the reproducing
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import streamlit as st
 
 from mia_core.csv_safe import to_csv_safe
+from mia_core.names import file_name
 from ui.bench_pairs import pairs_ui
 from ui.bench_tables import METRIC_KEYS, RATES, blind_interval, compare_table, shown
 from ui.charts import method_label, runs_roc_figure
+from ui.models import short_model
 
 #: Runs kept per session (the oldest is dropped first): each holds its texts and scores.
 MAX_RUNS = 10
 #: Session-state keys: the kept runs and the counter that numbers them.
 RUNS_KEY, COUNTER_KEY = "bench_runs", "bench_run_counter"
-#: Characters a downloaded file name may not hold (path separators, spaces, quotes, controls, …).
-_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def short_model(spec: str) -> str:
-    """A model as a run label shows it: a local folder by its last part (no server path), else the spec."""
-    return Path(spec).name if spec.startswith(("/", "./", "~")) else spec
 
 
 def run_label(number: int, result: dict) -> str:
@@ -40,8 +33,8 @@ def download_name(result: dict, what: str, suffix: str) -> str:
     """"run2_demo-known_demo-wiki_2026-11-26_scores.csv": a download named by its run (number, model, texts, day), so
     two runs' files neither overwrite nor get mixed up; only letters, digits, `.`, `_` and `-`."""
     day = str(result["report"]["run"].get("created", ""))[:10]
-    parts = [f"run{result.get('number', 0)}", short_model(result["model"]), str(result["name"]), day, what]
-    return "_".join(_FILE_UNSAFE.sub("-", p).strip("-.") or "x" for p in parts if p) + suffix
+    return file_name(f"run{result.get('number', 0)}", short_model(result["model"]), result["name"], day, what,
+                     suffix=suffix)
 
 
 def keep_run(result: dict) -> dict:

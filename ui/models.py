@@ -7,7 +7,9 @@ is loaded under a sidebar status after the page ran (or earlier by a page that n
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Sequence
+from urllib.parse import urlsplit
 
 import streamlit as st
 from streamlit.elements.lib.mutable_status_container import StatusContainer
@@ -15,6 +17,7 @@ from streamlit.elements.lib.mutable_status_container import StatusContainer
 import mia_core
 from mia_core import LanguageModel, TokenStats
 from mia_core.api import Allowed, methods_allowed
+from mia_core.model.served.spec import is_served_spec, parse_served_spec
 from ui.jobs import public_message
 from ui.markdown import md
 from ui.model_work import model_slot, watch_layers
@@ -214,3 +217,14 @@ def drop_refused(key: str, offered: Sequence[str]) -> None:
         st.session_state[key] = [v for v in value if v in offered]
     elif isinstance(value, str) and value not in offered:
         del st.session_state[key]
+
+
+def short_model(spec: str) -> str:
+    """A model as a run label or a file name shows it: a local folder by its last part (no server path), a served
+    model by its served name, else the spec."""
+    if is_served_spec(spec):
+        try:
+            return parse_served_spec(spec).model or urlsplit(spec).hostname or spec
+        except ValueError:  # not a spec this project can read: shown as typed (file names cut it to safe characters)
+            return spec
+    return Path(spec).name if spec.startswith(("/", "./", "~")) else spec

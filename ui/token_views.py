@@ -15,8 +15,10 @@ import mia_core
 from mia_core.heatmap import Panel, heatmap_document, make_panel, panel_html
 from mia_core.limits import MAX_HEATMAP_TOKENS, heatmap_pages
 from mia_core.methods import reading
+from mia_core.names import file_name
 from mia_core.stamp import ResultStamp
 from mia_core.token_export import token_csv
+from ui.models import short_model
 from ui.token_scale import SCALE_NAMES, reference_scores
 
 
@@ -116,13 +118,14 @@ def export_buttons(stats, panels: list[Panel], stamp: ResultStamp, decode) -> No
     """Downloads of what is shown: the per-token CSV and a standalone heatmap HTML (made when clicked)."""
     if not panels:
         return
-    name = f"tokens-{stamp.short_hash}"
+    name = file_name("tokens", short_model(stamp.model), stamp.short_hash, suffix="")
     scores = {p.method: p.score for p in panels}
     left, right = st.columns(2)
-    left.download_button("Per-token table (CSV)", partial(token_csv, stats, scores, decode), f"{name}.csv", "text/csv",
+    left.download_button("Per-token table (CSV)", partial(token_csv, stats, scores, decode, stamp), f"{name}.csv", "text/csv",
                          key="explore_export_csv", on_click="ignore",
-                         help="One row per token: offsets, log p, μ, σ, rank, top-1 token, and each shown method's "
-                              "token score and whether it entered the sequence score.")
+                         help="One row per token: the model, text hash and settings it was computed for, offsets, log p, "
+                              "μ, σ, rank, top-1 token, and each shown method's token score and whether it entered "
+                              "the sequence score.")
     right.download_button("Heatmaps (standalone HTML)", partial(heatmap_document, stats, panels, stamp, decode),
                           f"{name}.html", "text/html", key="explore_export_html", on_click="ignore",
                           help="One file with inline styles: the whole text's heatmaps, their legends, and the model, "

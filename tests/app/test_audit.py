@@ -165,12 +165,21 @@ def test_the_report_downloads_as_html_and_as_a_pdf(store_path, tiny_app, tiny_mo
         return original(self, data_callable, mimetype, coordinates, file_name, **kwargs)
 
     monkeypatch.setattr(MediaFileManager, "add_deferred", keep)
+    given, add = [], MediaFileManager.add  # the names of downloads whose data is given at once (books.csv)
+
+    def keep_name(self, data, mimetype, coordinates, file_name=None, **kwargs):
+        given.append(file_name)
+        return add(self, data, mimetype, coordinates, file_name, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add", keep_name)
     manifest = datasets.load("demo-books").set_index("id")["label"]
     run_id = hand_scored_run(store_path, str(tiny_model_dir), read_books("demo-books")[0], manifest.to_dict())
     at = open_run(tiny_app, run_id)
     assert [b.proto.label for b in at.get("download_button")][:2] == ["Report (HTML)", "Report (PDF)"]
-    make_pdf, mimetype = deferred[f"audit-{run_id}.pdf"]  # named like the HTML one, rendered on click only
-    assert mimetype == "application/pdf" and f"audit-{run_id}.html" in deferred
+    named = f"audit_{run_id}_{Path(tiny_model_dir).name}_"  # by run and model (a folder by its last part)
+    make_pdf, mimetype = deferred[f"{named}report.pdf"]  # named like the HTML one, rendered on click only
+    assert mimetype == "application/pdf" and f"{named}report.html" in deferred
+    assert f"{named}snippets.csv" in deferred and f"{named}books.csv" in given
     data = make_pdf()
     assert data.startswith(b"%PDF-")
     pages = PdfReader(io.BytesIO(data)).pages

@@ -161,7 +161,7 @@ def test_audit_page_shows_a_run_made_outside_the_dashboard(server, server_store)
         if not PDF_UNAVAILABLE:  # the report as PDF downloads from the page (WeasyPrint needs Pango: make pdf-deps)
             with page.expect_download(timeout=120_000) as download:
                 page.get_by_role("button", name="Report (PDF)").click()
-            assert download.value.suggested_filename == f"audit-{run_id}.pdf"
+            assert download.value.suggested_filename == f"audit_{run_id}_demo-known_report.pdf"  # by run and model
             assert open(download.value.path(), "rb").read(5) == b"%PDF-"
             wait_for_rerun(page)  # the click's rerun ends
         page.get_by_text("Books, highest estimated prevalence first").scroll_into_view_if_needed()
