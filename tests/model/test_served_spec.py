@@ -29,6 +29,8 @@ def test_defaults_and_canonical_text():
     ("http://user:secret@h/v1", "no credentials"),
     ("http://h:port/v1", "not a port number"),
     ("ftp://h/v1", "http:// or https://"),
+    ("http://h/v1?api=sglang&logprobs=full", "logprobs=full is read from vLLM only"),  # else Min-K%++ would get NaN
+    ("http://h/v1?logprobs=full&api=echo", "logprobs=full is read from vLLM only"),
 ])
 def test_bad_specs_say_what_is_wrong(text, message):
     with pytest.raises(ValueError, match=message):

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 APIS = ("vllm", "sglang", "echo")
 #: `logprobs=`: "top" asks for the true token's log-prob, rank and the top-1 token; "full" for every log-prob.
 LOGPROB_MODES = ("top", "full")
-#: Bounds on what a spec may ask for (SECURITY.md "Bounds").
+#: Bounds on what a spec may ask for (docs/security.md, "Bounds").
 MAX_CONCURRENCY = 64
 MAX_TIMEOUT_S = 3600.0
 MAX_RETRIES = 10
@@ -100,6 +100,9 @@ def _checked(values: dict[str, str]) -> dict:
             if values[name] not in allowed:
                 raise ValueError(f"{name}={values[name]!r} is not one of: {', '.join(allowed)}")
             out[name] = values[name]
+    if out.get("logprobs") == "full" and out.get("api", "vllm") != "vllm":
+        raise ValueError(f"logprobs=full is read from vLLM only: api={out['api']} returns the true token's log-prob "
+                         "(and at most its top one), not the whole distribution")
     for name, kind, low, high in (("concurrency", int, 1, MAX_CONCURRENCY), ("timeout", float, 1.0, MAX_TIMEOUT_S),
                                   ("retries", int, 0, MAX_RETRIES)):
         if name in values:
