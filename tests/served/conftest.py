@@ -7,6 +7,7 @@ Each server writes tests/artifacts/vllm-<name>.log; the log is kept when any tes
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from mia_core.model.builtin import demo_known_dir
 from mia_core.model.demo_weights import demo_folder
 
+from tests.support.ports import free_port
 from tests.support.vllm_server import ARTIFACTS, VllmServer, merged_folder, missing_engine, start_server
 
 
@@ -33,8 +35,10 @@ def _serve(request: pytest.FixtureRequest, log_name: str, **kwargs) -> Iterator[
 
 @pytest.fixture(scope="session")
 def vllm_demo(request) -> Iterator[VllmServer]:
-    """The demo model served as `demo`."""
-    yield from _serve(request, "demo", model=demo_folder(), name="demo")
+    """The demo model served as `demo`, started by the README's command (`make serve-demo`, on a free port)."""
+    port = free_port()
+    yield from _serve(request, "demo", model=demo_folder(), name="demo", port=port,
+                      launch=["make", "--no-print-directory", "serve-demo", f"VLLM_PORT={port}", f"PY={sys.executable}"])
 
 
 @pytest.fixture(scope="session")

