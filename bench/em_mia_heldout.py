@@ -1,4 +1,4 @@
-"""EM-MIA on README's side-by-side held-out rows: `python bench/em_mia_heldout.py demo-known [K]` (or `demo`).
+"""EM-MIA on the held-out rows of the every-method table (docs/performance.md): `python bench/em_mia_heldout.py demo-known [K]` (or `demo`).
 
 The rows `mia eval --per-class 100 --n-shots 10 --reference-fraction 0.3 --helper-seed 0 --fit 0.3` leaves for
 the side-by-side table (the helper split, then the held-out 70% of a stratified 30% fit split, seed 0): 63 members

@@ -11,7 +11,7 @@
 #
 # The machine keeps /tmp only while it stays warm (30 s after a call): send the parts back to back.
 # Its own torch, transformers, tokenizers, huggingface-hub, numpy, pandas, scikit-learn, scipy, pyarrow
-# and triton are used as they are (README "Performance" lists the versions seen).
+# and triton are used as they are (docs/performance.md lists the versions seen).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=.gpu-wheels

@@ -1,4 +1,4 @@
-"""N-gram coverage on README's side-by-side held-out rows: `python bench/ngram_heldout.py demo-known [NAME=VALUE …]`
+"""N-gram coverage on the held-out rows of the every-method table (docs/performance.md): `python bench/ngram_heldout.py demo-known [NAME=VALUE …]`
 (method parameters, e.g. `n_samples=5 max_new_tokens=32`; the method's defaults otherwise).
 
 The rows `mia eval --per-class 100 --n-shots 10 --reference-fraction 0.3 --helper-seed 0 --fit 0.3` leaves for
@@ -25,7 +25,7 @@ from mia_core.methods.labelled import check_labels, stratified_split
 
 
 def held_out_rows():
-    """The 105 rows README's side-by-side table evaluates (id, text, label)."""
+    """The 105 rows the every-method table evaluates (id, text, label)."""
     data = datasets.sample_per_class(datasets.load("demo-wiki"), 100)
     rows = split_helpers(check_labels(data["label"].to_numpy()), ["shots_nonmembers", "shots_members", "reference"],
                          HelperSplit(n_shots=10, reference_fraction=0.3, seed=0))

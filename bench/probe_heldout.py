@@ -1,4 +1,4 @@
-"""Probe on README's side-by-side held-out rows: `python bench/probe_heldout.py demo-known` (or `demo`).
+"""Probe on the held-out rows of the every-method table (docs/performance.md): `python bench/probe_heldout.py demo-known` (or `demo`).
 
 The rows `mia eval --per-class 100 --n-shots 10 --reference-fraction 0.3 --helper-seed 0 --fit 0.3` leaves for
 the side-by-side table: demo-wiki, 100 texts per class (seeded), the helper texts split off with seed 0 (10

@@ -1,6 +1,6 @@
 """Peak memory (RSS) of `mia audit-books` reading a large source of books and planning its snippets (issue 29).
 
-SECURITY.md bounds one source of books at 2 GB (`MAX_SOURCE_BYTES`). This generates such a source in a temporary
+docs/security.md bounds one source of books at 2 GB (`MAX_SOURCE_BYTES`). This generates such a source in a temporary
 folder (a folder of `.txt` books, or a zip of them: `--kind zip`, stored uncompressed so its declared sizes are the
 text's), then runs, in a child process, what `mia audit-books` does before it scores anything: load the model,
 read the sources (`read_audit_inputs`), cut every book into 512-word snippets and plan them into a fresh results

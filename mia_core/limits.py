@@ -2,7 +2,7 @@
 
 What a file may cost to read (sizes, zip entries, inflated bytes) is bounded in `inputs.limits`; the bounds here
 are on a request: the text scored at once, the uploads of one set, the background audits running together, the
-tokens drawn in one heatmap, and which run ids a link may name. SECURITY.md lists them all with where each is
+tokens drawn in one heatmap, and which run ids a link may name. docs/security.md lists them all with where each is
 enforced. The command line, run by the machine's own user, is not held to the request bounds.
 """
 from __future__ import annotations

@@ -14,12 +14,19 @@ from .token_stats import TokenStats
 class Score:
     """A sequence score and its per-token explanation.
 
-    value : sequence score, higher = member.
-    token_scores : (n_scored,) per-token scores aligned with `TokenStats.token_ids`.
-    selected : (n_scored,) bool, the tokens that entered `value` (min-k% selection, first occurrences…).
-    details : what else a method wants to show (e.g. the neighbour texts of `neighbor`); plain
+    Attributes
+    ----------
+    value
+        sequence score, higher = member.
+    token_scores
+        (n_scored,) per-token scores aligned with `TokenStats.token_ids`.
+    selected
+        (n_scored,) bool, the tokens that entered `value` (min-k% selection, first occurrences…).
+    details
+        what else a method wants to show (e.g. the neighbour texts of `neighbor`); plain
         JSON-able values; a list of dicts is drawn as a table by the dashboard.
-    k : the fraction `selected` was drawn with when `value` is the min-k% mean of `token_scores`
+    k
+        the fraction `selected` was drawn with when `value` is the min-k% mean of `token_scores`
         (then `at_k` redraws it for another k without the model); None otherwise.
     """
 

@@ -78,23 +78,38 @@ class TokenStats:
 
     Attributes
     ----------
-    text : the text as given.
-    token_ids : ids of the scored tokens (int64).
-    tokens : display strings of the scored tokens (the text span, or the token name for specials); a list, or a
+    text
+        the text as given.
+    token_ids
+        ids of the scored tokens (int64).
+    tokens
+        display strings of the scored tokens (the text span, or the token name for specials); a list, or a
         `TokenStrings` that makes them on first use.
-    offsets : (n_scored, 2) character span of each scored token in `text` ((0, 0) for specials).
-    logprob : log p(x_t | x_<t).
-    mu, sigma : mean and standard deviation of log p(v | x_<t) under p(· | x_<t) (Min-K%++).
-    top1_id, top1_logprob : the most likely next token and its log-prob.
-    rank : 1-based rank of the true token in p(· | x_<t) (1 = it was the top prediction; ties share).
-    entropy : Shannon entropy of p(· | x_<t) in nats (= -mu).
-    bos_policy : the BOS policy the statistics were computed under ("auto" or "none").
-    boundary_token : the document-boundary token prepended (`bos="auto"`), else None.
-    first_token_scored : whether the text's first token was scored (a boundary token was prepended
+    offsets
+        (n_scored, 2) character span of each scored token in `text` ((0, 0) for specials).
+    logprob
+        log p(x_t | x_<t).
+    mu, sigma
+        mean and standard deviation of log p(v | x_<t) under p(· | x_<t) (Min-K%++).
+    top1_id, top1_logprob
+        the most likely next token and its log-prob.
+    rank
+        1-based rank of the true token in p(· | x_<t) (1 = it was the top prediction; ties share).
+    entropy
+        Shannon entropy of p(· | x_<t) in nats (= -mu).
+    bos_policy
+        the BOS policy the statistics were computed under ("auto" or "none").
+    boundary_token
+        the document-boundary token prepended (`bos="auto"`), else None.
+    first_token_scored
+        whether the text's first token was scored (a boundary token was prepended
         or the tokenizer put its own BOS first); False under `bos="none"` without a tokenizer BOS.
-    long_text : "none" (fits the context), "sliding" (windowed with left context) or "truncated".
-    n_text_tokens : tokens the tokenizer produced for the whole text (before any truncation).
-    vocab_width : width of the logits the softmax ran over.
+    long_text
+        "none" (fits the context), "sliding" (windowed with left context) or "truncated".
+    n_text_tokens
+        tokens the tokenizer produced for the whole text (before any truncation).
+    vocab_width
+        width of the logits the softmax ran over.
     """
 
     text: str

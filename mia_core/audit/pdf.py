@@ -18,9 +18,12 @@ import re
 
 from ..names import HIDDEN_CHARS, escaped
 
-try:  # WeasyPrint loads Pango when imported; without it, the HTML report and the CSVs still work
+try:  # WeasyPrint loads Pango when imported; without either, the HTML report and the CSVs still work
     import weasyprint
     UNAVAILABLE = ""
+except ImportError:  # the [pdf] extra not installed
+    weasyprint = None
+    UNAVAILABLE = 'PDF reports need WeasyPrint: pip install "mia-lens[pdf]"'
 except OSError as err:
     weasyprint = None
     UNAVAILABLE = (f"PDF reports need the Pango library (Debian: apt-get install libpango-1.0-0 libpangoft2-1.0-0): "

@@ -47,6 +47,8 @@ COMMANDS = {
     "models": LazyCommand("mia_core.cli.models", "Models behind a server: check what one offers before scoring."),
     "cache": LazyCommand("mia_core.cli.cache", "The token-statistics cache (holds the token text of every scored "
                          "text): show it, empty it."),
+    "app": LazyCommand("mia_core.cli.dashboard", "Open the dashboard: Streamlit serves it on this machine (needs "
+                       "mia-lens's dashboard extra)."),
 }
 
 app = LazyGroup(name="mia", table=COMMANDS, before_run=quiet_libraries, no_args_is_help=True,

@@ -19,7 +19,8 @@ commands.add_typer(models_app, name="models")
 
 @models_app.command("check")
 def models_check(spec: str = typer.Argument(..., help="a served model: its URL with settings, e.g. "
-                                            "'http://127.0.0.1:8000/v1?model=NAME' (README, Served models)")) -> None:
+                                            "'http://127.0.0.1:8000/v1?model=NAME' "
+                                            "(docs: Models, Served models)")) -> None:
     """Probe a served model: server, context, tokenizer, log-probs per position, repeatability, allowed methods."""
     if not is_served_spec(spec):
         fail(f"{spec!r} is not a served model's spec (an http:// or https:// URL); for a model loaded here use "

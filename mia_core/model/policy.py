@@ -13,9 +13,13 @@ LONG_TEXT_POLICIES = ("sliding", "truncate")
 class StatsPolicy:
     """The choices that change a text's `TokenStats` besides the model (docs/methods.md, "BOS policy").
 
-    bos : "auto" prepends the document-boundary token so every text token is scored; "none"
+    Attributes
+    ----------
+    bos
+        "auto" prepends the document-boundary token so every text token is scored; "none"
         reproduces the Min-K%/Min-K%++ reference code (the first token is unscored).
-    long_text : texts longer than the context are scored in half-overlapping sliding windows
+    long_text
+        texts longer than the context are scored in half-overlapping sliding windows
         ("sliding") or cut to the context ("truncate").
     """
 

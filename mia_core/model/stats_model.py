@@ -103,19 +103,30 @@ class StatsModel:
     ) -> list[TokenStats]:
         """Per-token statistics of every text, in input order.
 
-        bos : "auto" prepends the document-boundary token (see `mia_core.model.boundary`) so every text
+        Parameters
+        ----------
+        texts
+            the texts to score, each one document.
+        bos
+            "auto" prepends the document-boundary token (see `mia_core.model.boundary`) so every text
             token is scored; "none" reproduces the Min-K%/Min-K%++ reference code (first token unscored).
-        progress : called as progress(done, total), counted in tokens (the total is an estimate until the last wave
+        progress
+            called as progress(done, total), counted in tokens (the total is an estimate until the last wave
             of texts is tokenised).
-        long_text : texts longer than `max_length` tokens are scored in sliding windows with at
+        long_text
+            texts longer than `max_length` tokens are scored in sliding windows with at
             least max_length/2 tokens of left context ("sliding"), or cut to the first max_length
             tokens ("truncate"); `TokenStats.long_text` says which happened.
-        cache : read and write the on-disk statistics cache.
-        batch_tokens : padded tokens per batch (default: 4096 on CPU, from free memory on CUDA).
-        on_stats : called as on_stats(index, statistics) once per text as soon as its statistics are ready (cached
+        cache
+            read and write the on-disk statistics cache.
+        batch_tokens
+            padded tokens per batch (default: 4096 on CPU, from free memory on CUDA).
+        on_stats
+            called as on_stats(index, statistics) once per text as soon as its statistics are ready (cached
             texts first, then in the order their batches finish): on CUDA it runs while the device computes the
             next batch, so work per text done there costs no device time.
-        on_batch : called as on_batch(indices, statistics) once per group of texts ready together (the cached texts,
+        on_batch
+            called as on_batch(indices, statistics) once per group of texts ready together (the cached texts,
             then those each finished batch completes), after their `on_stats`: where work on a whole batch is cheaper
             than text by text (`mia_core.score_texts` scores so, with the methods' batch forms).
         """

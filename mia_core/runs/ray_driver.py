@@ -1,7 +1,7 @@
 """The Ray backend: score on a Ray cluster, one model actor per GPU or per `gpus_per_actor` GPUs (CPU actors where
 there is none).
 
-Ray is optional (`requirements-scale.txt`) and imported only here, only when this backend runs.
+Ray is optional (the `scale` extra: `pip install "mia-lens[scale]"`) and imported only here, only when this backend runs.
 The driver cuts the work into chunks (the local path's batches), builds a `ray.data` dataset of
 them and runs `map_batches` with `ChunkWorker`, a callable class whose actors each load the model
 by its reference (a `ModelRef`: spec and load options, never a model object) and check its
@@ -29,7 +29,7 @@ from ..api import TokenStats
 from .ray_worker import FAIL_ENV, ChunkWorker
 from .stats_task import stats_failed, stats_task, unpack_stats
 
-INSTALL_HINT = "the Ray backend needs Ray: pip install -r requirements-scale.txt"
+INSTALL_HINT = 'the Ray backend needs Ray: pip install "mia-lens[scale]"'
 #: Variables the workers of an existing cluster get from the driver (cache location, offline hub).
 FORWARD_ENV = ("MIA_LENS_CACHE", "HF_HUB_OFFLINE", "HF_HOME", "HF_HUB_CACHE")
 #: Padded tokens per chunk of `token_stats` work: 4 local CPU batches; on GPUs the largest local budget.

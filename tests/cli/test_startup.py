@@ -23,7 +23,8 @@ from tests.support.cli_runner import run_cli
 #: supervised method (`--param max_tokens=…`), `mia fit --method` replaces `gds fit`, `gds eval` is `eval --fit`;
 #: `mia compare` added (issue 29: two runs' scores as a paired test); `mia extract` added (issue 26: extraction);
 #: `audit-books --pdf` (issue 29: the report as PDF) and `--extraction` with its window settings, `demo build --traps`
-#: (issue 26); `--max-memory` with the model options and `--ray-gpus-per-actor` with the Ray ones (issue 25: sharding).
+#: (issue 26); `--max-memory` with the model options and `--ray-gpus-per-actor` with the Ray ones (issue 25: sharding);
+#: `mia app` added (issue 42: the dashboard from an installed package).
 BEFORE = {
     "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --param "
              "--shots-nonmembers --shots-members --reference --device --dtype --max-memory --allow-pickle --trust-remote-code "
@@ -59,6 +60,7 @@ BEFORE = {
     "models check": "SPEC",
     "cache info": "",
     "cache clear": "",
+    "app": "--address --port",
 }
 FLAGS = {"--allow-pickle", "--trust-remote-code", "--lowercase/--no-lowercase"}
 

@@ -175,7 +175,7 @@ def test_cpu_reduction_chunks_by_the_vocabulary_width_and_gives_the_same_bits_as
         assert torch.equal(got[name], before[name]), name
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="the half-precision head path runs on CUDA (bench/gpu.py, README)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the half-precision head path runs on CUDA (bench/gpu.py, docs/performance.md)")
 def test_bf16_head_on_cuda_is_a_float32_head():
     torch.manual_seed(0)
     head = torch.nn.Linear(256, 5003, bias=True).to("cuda", torch.bfloat16)

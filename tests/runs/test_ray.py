@@ -33,7 +33,7 @@ from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
 
 # read when ray is imported: a local instance then binds to and talks on 127.0.0.1 only
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-ray = pytest.importorskip("ray", reason="the Ray backend is optional: pip install -r requirements-scale.txt")
+ray = pytest.importorskip("ray", reason='the Ray backend is optional: pip install "mia-lens[scale]"')
 #: One Ray instance at a time: the Ray tests run on one xdist worker (an instance is sized to both CPUs).
 pytestmark = pytest.mark.xdist_group("ray")
 
@@ -232,7 +232,7 @@ def test_cli_errors_without_ray_or_with_an_unknown_backend(model_dir, tmp_path, 
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if it were not installed
     code, _, err = run_cli(*common, "--backend", "ray")
     assert code == 2 and "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith("error: the Ray backend needs Ray: pip install -r requirements-scale.txt")
+    assert err.strip().splitlines()[-1].startswith('error: the Ray backend needs Ray: pip install "mia-lens[scale]"')
     code, _, err = run_cli(*common, "--backend", "spark")
     assert code == 2 and "error: --backend must be one of local, ray" in err
     code, _, err = run_cli(*common, "--ray-address", "127.0.0.1:1")

@@ -18,7 +18,7 @@ from tests.support.cli_runner import run_cli
 from tests.support.tiny import random_texts, tiny_llama, tiny_tokenizer
 
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-ray = pytest.importorskip("ray", reason="the Ray backend is optional: pip install -r requirements-scale.txt")
+ray = pytest.importorskip("ray", reason='the Ray backend is optional: pip install "mia-lens[scale]"')
 #: One Ray instance at a time: the Ray tests run on one xdist worker (an instance is sized to both CPUs).
 pytestmark = pytest.mark.xdist_group("ray")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("ray") is None or importlib.util.find_spec("psutil") is None,
-                                 reason="the Ray backend is optional: pip install -r requirements-scale.txt"),
+                                 reason='the Ray backend is optional: pip install "mia-lens[scale]"'),
               pytest.mark.xdist_group("ray")]  # one Ray instance at a time (tests/runs/test_ray.py)
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,7 +31,7 @@ AGGREGATES = ("mean", "max")
 @dataclass(frozen=True)
 class NeighborParams:
     n_neighbors: int = param(25, "neighbours per text (an integer ≥ 1; the paper and MIMIR: 25)", low=1, high=50,
-                             step=1)  # high: the dashboard's bound (SECURITY.md)
+                             step=1)  # high: the dashboard's bound (docs/security.md)
     swap_fraction: float = param(0.05, "fraction of the proposer's tokens swapped in each neighbour, at least one, in "
                                  "(0, 1] (MIMIR: 5%)", low=0.01, high=1.0, step=0.01)
     aggregate: str = param("mean", 'how the neighbours\' mean log-probs combine: "mean" (the paper) or "max" (MIMIR\'s '

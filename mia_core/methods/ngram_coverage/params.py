@@ -20,7 +20,7 @@ class NgramCoverageParams:
     """Parameters of the N-gram coverage attack (defaults: the authors' scripts and README)."""
 
     n_samples: int = param(20, "m: sampled continuations per text (an integer ≥ 1)", low=1, high=50,
-                           step=1)  # high: the dashboard's bound (SECURITY.md)
+                           step=1)  # high: the dashboard's bound (docs/security.md)
     ngram: int = param(4, "L: the shortest run of words a continuation must share with the true suffix (≥ 1)",
                        low=1, high=12, step=1)
     suffix_fraction: float = param(0.5, "ρ: the fraction of the text's words removed from its end (the suffix), in "

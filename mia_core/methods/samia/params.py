@@ -14,7 +14,7 @@ class SamiaParams:
     """Parameters of SaMIA (the authors' defaults)."""
 
     n_samples: int = param(10, "sampled continuations per text (an integer ≥ 1)", low=1, high=20,
-                           step=1)  # high: the dashboard's bound (SECURITY.md), as for max_length
+                           step=1)  # high: the dashboard's bound (docs/security.md), as for max_length
     prefix_fraction: float = param(0.5, "ρ: the fraction of the text's words given as the prompt, in (0, 1)",
                                    low=0.05, high=0.95, step=0.05)
     max_length: int = param(1024, "tokens of prompt + continuation (≥ 2; capped at the model's context)", low=2,

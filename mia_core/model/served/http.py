@@ -17,7 +17,7 @@ RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 #: First backoff in seconds (doubled on each retry, capped at `BACKOFF_CAP_S`; a Retry-After header wins).
 BACKOFF_S = 0.5
 BACKOFF_CAP_S = 30.0
-#: Largest answer read (bytes): a full-vocabulary answer is ~4 MB per position (SECURITY.md "Bounds").
+#: Largest answer read (bytes): a full-vocabulary answer is ~4 MB per position (docs/security.md, "Bounds").
 MAX_ANSWER_BYTES = 2 << 30
 
 
