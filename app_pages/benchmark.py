@@ -21,12 +21,14 @@ from mia_core.evaluation import FitSplit, evaluate_methods, reproduce_command
 from mia_core.inputs.benchmarks import BENCHMARKS
 from mia_core.limits import RequestTooLarge, check_request_cost
 from mia_core.methods import NEEDS
+from mia_core.reference import TextsProgress
 from ui.bench_data import data_ui
 from ui.bench_runs import compare_ui, download_name, keep_run, metrics_json, scores_csv
 from ui.bench_tables import blind_note, blind_table, column_config, metrics_table, shown, unresolved_note
 from ui.charts import bucket_table, distribution_figure, method_label, roc_figure
 from ui.helpers import BenchmarkHelpers, benchmark_helpers_ui, helpers_note
 from ui.jobs import public_message
+from ui.markdown import md
 from ui.model_work import model_turn
 from ui.models import allowed_methods, cached_model, drop_refused, refused_note, short_model
 from ui.params import changed, param_widgets
@@ -104,14 +106,17 @@ def run(spec: str, name: str, data: pd.DataFrame, methods: list[str], values: di
     except RequestTooLarge as err:
         st.error(str(err))
         return
-    bar = st.progress(0.0, text="Scoring …")
+    what = f"Scoring {md(name)} under {md(short_model(spec))}"
+    bar = st.progress(0.0, text=f"{what}: waiting for the model …")
+
+    def show(progress: TextsProgress) -> None:
+        bar.progress(min(1.0, progress.done / max(progress.total, 1)), text=f"{what}: {progress.words()}")
     try:
         with warnings.catch_warnings(), model_turn("Benchmark run", cost) as check:
             warnings.simplefilter("ignore")
             result = evaluate_methods(lm, data, methods, k=k, fit=fit, n_boot=1000, seed=0, source=name,
                                       params=params, inputs=helpers.inputs, helper_split=helpers.split,
-                                      progress=lambda done, total: (check(done, total), bar.progress(
-                                          min(1.0, done / max(total, 1)), text="Scoring …")))
+                                      progress=check, on_texts=show)
     except ValueError as err:  # e.g. too few labelled texts for the training or the helper split, a helper text scored
         bar.empty()
         message = public_message(str(err))

@@ -27,6 +27,7 @@ from .fitting import FitSplit, fit_supervised, given_fit
 from .methods.helper_texts import HelperSplit, HelperTexts, ReferenceStats, split_helpers
 from .methods.labelled import check_labels
 from .model.language_model import LanguageModel
+from .reference.progress import TextsClock, TextsProgress
 from .scoring import score_table
 from .version import code_version
 
@@ -92,12 +93,26 @@ class EvaluationRun:
     fitted: dict[str, Any] = field(default_factory=dict)
 
 
+def _with_clock(progress: Callable[[int, int], None] | None, clock: TextsClock | None
+                ) -> Callable[[int, int], None] | None:
+    """The model pass's (tokens fed, all tokens) callback, also telling `clock` the pace (for the time left)."""
+    if clock is None:
+        return progress
+
+    def fed(done: int, total: int) -> None:
+        if progress is not None:
+            progress(done, total)
+        clock.tokens_fed(done, total)
+    return fed
+
+
 def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[str], *, k: float | None = None,
                      bos: str = "auto", long_text: str = "sliding", params: dict | None = None,
                      inputs: dict | None = None, fit: FitSplit | None = None, n_boot: int = 1000, seed: int = 0,
                      source: str = "", backend: str = "local", ray_address: str | None = None, ray_options: Any = None,
                      progress: Callable[[int, int], None] | None = None,
-                     helper_split: HelperSplit | None = None) -> EvaluationRun:
+                     helper_split: HelperSplit | None = None,
+                     on_texts: Callable[[TextsProgress], None] | None = None) -> EvaluationRun:
     """Score labelled texts (`data`: id, text, label) with `methods` and evaluate them on the held-out rows.
 
     params : method parameters (e.g. {"m": 5}); inputs : what methods need (`ref_model`, `freq`, a supervised
@@ -106,6 +121,8 @@ def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[st
     fit : fit the chosen supervised methods here on one seeded split; every method is then evaluated on the rest.
     helper_split : how helper texts a method needs but `inputs` lacks are split off `data` (default
         `HelperSplit(n_shots=params["n_shots"] or 10)`); those rows are then scored by no method.
+    progress : called as progress(tokens fed, all tokens) by the model pass. on_texts : called with a `TextsProgress`
+        (texts whose statistics are back, of all, and the time left) as batches finish.
     """
     methods, params, inputs = list(dict.fromkeys(methods)), dict(params or {}), dict(inputs or {})
     unused = set(params) - {n for m in methods for n in get_method(m).param_names}
@@ -118,8 +135,13 @@ def evaluate_methods(lm: LanguageModel, data: pd.DataFrame, methods: Sequence[st
     ids = data["id"].tolist() if "id" in data else list(range(len(texts)))
     where = {"backend": backend, "ray_address": ray_address, "ray_options": ray_options}
     frame = pd.DataFrame({"id": ids, "label": labels})
+    clock = TextsClock(len(texts), on_texts) if on_texts is not None else None
+    if clock is not None:  # "0 of 480 texts" as the pass starts: its first batch may take a while on a CPU
+        on_texts(clock.progress())
+    progress = _with_clock(progress, clock)
     if scored:
         frame = pd.concat([frame, score_table(lm, texts, scored, k=k, bos=bos, long_text=long_text, progress=progress,
+                                              texts_done=clock.texts_ready if clock else None,
                                               **where, **_params_of(scored, params), **inputs)], axis=1)
     held_out, fitted, extra = np.ones(len(texts), dtype=bool), {}, {}
     for method in fitting:

@@ -138,3 +138,20 @@ def test_above_blind_is_measured_from_chance_when_the_blind_baseline_is_below_it
     assert above_blind(0.9, 0.7) == pytest.approx(0.2, abs=1e-12)  # above chance: the plain difference
     assert above_blind(0.45, 0.5) == pytest.approx(-0.05, abs=1e-12)
     assert math.isnan(above_blind(0.8, math.nan)) and math.isnan(above_blind(math.nan, 0.6))
+
+
+def test_progress_counts_texts_as_their_batches_come_back(saved, tmp_path, monkeypatch):
+    """on_texts says "n of 80 texts" from 0 to 80, never backwards, batch by batch, with the time left once the pass
+    has a pace; the second run reads cached statistics: all 80 back at once."""
+    monkeypatch.setenv("MIA_LENS_CACHE", str(tmp_path / "cache"))
+    folder, _, data = saved
+    lm = load_model(str(folder), device="cpu")
+    seen = []
+    evaluate_methods(lm, data, ["loss", "zlib"], n_boot=50, on_texts=seen.append)
+    done = [p.done for p in seen]
+    assert done[0] == 0 and done[-1] == 80 and all(p.total == 80 for p in seen) and done == sorted(done)
+    assert len(set(done)) > 2  # more than one batch: counted as they finish, not only at the end
+    assert seen[-1].words() == "80 of 80 texts" and any(p.eta_s is not None for p in seen if p.done < 80)
+    again = []
+    evaluate_methods(lm, data, ["loss"], n_boot=50, on_texts=again.append)
+    assert again[0].done == 0 and {p.done for p in again[1:]} == {80}  # no model pass: one jump

@@ -53,6 +53,11 @@ class TextsClock:
         self.done += 1
         self.report(self.progress())
 
+    def texts_ready(self, count: int) -> None:
+        """`count` more texts are scored (a batch of them, as `scoring.score_table`'s `texts_done` reports)."""
+        self.done = min(self.total, self.done + count)
+        self.report(self.progress())
+
     def tokens_fed(self, fed: int, total: int) -> None:
         """The model pass fed `fed` of its `total` tokens (a `progress` callback of `LanguageModel.token_stats`)."""
         self.tokens, self.pace_at = (fed, total), self.now()

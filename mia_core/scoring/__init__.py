@@ -71,7 +71,7 @@ def score_texts(
 
 
 def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, ray_address, ray_options,
-            **params) -> tuple[pd.DataFrame, list[TokenStats]]:
+            texts_done: Callable[[int], None] | None = None, **params) -> tuple[pd.DataFrame, list[TokenStats]]:
     """`score_texts`, and the statistics it scored.
 
     Methods that read only the statistics and inputs the caller gave (no `prepare` hook, no model pass of their
@@ -99,14 +99,22 @@ def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, 
         early = supply(Request(lm, texts, [], bos, long_text, streamed, given, where, progress))
     except (TypeError, ValueError, OSError):  # raised below by `supply`, in the order of every method's needs
         streamed, early = [], {}
-    stream = Stream(streamed, method_params, early, len(texts))
+    stream, reported = Stream(streamed, method_params, early, len(texts)), []
+
+    def batch_back(indices, batch) -> None:
+        stream.score_batch(indices, batch)
+        reported.append(len(indices))
+        if texts_done is not None:
+            texts_done(len(indices))
+
     if stats is None and backend != "local" and any("lowercase_stats" in s.needs for s in specs):
         both = text_stats(lm, texts + [t.lower() for t in texts], bos=bos, long_text=long_text, progress=progress,
                           **where)  # one pass of the actors (each loads the model) for both
         stats, given["lowercase_stats"] = both[:len(texts)], both[len(texts):]
     elif stats is None:
-        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, on_batch=stream.score_batch,
-                           **where)
+        stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, on_batch=batch_back, **where)
+    if texts_done is not None and not reported:
+        texts_done(len(texts))  # statistics given, or computed with the lower-case copies: all back at once
     req = Request(lm, texts, list(stats), bos, long_text, specs, given, where, progress)
     supplied = supply(req, early)
     derived: dict = {}  # work two methods' prepare hooks share, for this call only
@@ -157,10 +165,14 @@ def _score_all(spec: MethodSpec, params: Any, req: Request, supplied: dict[str, 
 
 def score_table(lm: LanguageModel, texts: Sequence[str], methods: Sequence[str], *, k: float | None = None, bos: str = "auto",
                 long_text: str = "sliding", progress: Callable[[int, int], None] | None = None, backend: str = "local",
-                ray_address: str | None = None, ray_options: Any = None, **params: Any) -> pd.DataFrame:
-    """`score_texts` with each text's scored-token count and long-text handling in front (columns n_tokens, long_text)."""
+                ray_address: str | None = None, ray_options: Any = None,
+                texts_done: Callable[[int], None] | None = None, **params: Any) -> pd.DataFrame:
+    """`score_texts` with each text's scored-token count and long-text handling in front (columns n_tokens, long_text).
+
+    texts_done : called with how many more texts' statistics are back, batch by batch (for "40 of 120 texts").
+    """
     df, stats = _scored(lm, texts, methods, k, bos, progress=progress, long_text=long_text, stats=None, backend=backend,
-                        ray_address=ray_address, ray_options=ray_options, **params)
+                        ray_address=ray_address, ray_options=ray_options, texts_done=texts_done, **params)
     df.insert(0, "n_tokens", [s.n_scored for s in stats])
     df.insert(1, "long_text", [s.long_text for s in stats])
     return df
