@@ -10,13 +10,13 @@ from mia_core.audit.jobs import AuditSettings
 from mia_core.audit.source_sizes import BYTES_PER_WORD, estimated_words
 from mia_core.audit.sources import DEMO_SETS, Source, read_books, read_calibration
 from mia_core.audit.timing import (
-    ModelSpeed, about, audit_seconds, first_batch_size, measure_speed, progress_line, snippet_count, snippet_tokens,
+    about, audit_seconds, first_batch_size, progress_line, snippet_count, snippet_tokens,
 )
 from mia_core.inputs.tables import InputError
 from mia_core.runs.store import ResultsStore, default_store_path
 from mia_core.runs.store_db import now
 from ui.jobs import freeze_once, job_state, latest_job, public_message, running_jobs, waiting_message
-from ui.model_work import model_turn
+from ui.model_speeds import model_speeds, speed_or_start, wait_for_speed
 from ui.models import LOADED, cached_model
 
 #: Seconds between two reads of a running job's progress from the store (the elapsed time and the ETA count on between
@@ -100,12 +100,6 @@ def progress_ui(run_id: str) -> None:
                    "Start it here with the button below to resume.")
 
 
-@st.cache_resource(show_spinner=False)
-def model_speeds() -> dict[str, ModelSpeed]:
-    """Each model's measured speed on this server (spec → `ModelSpeed`), measured once."""
-    return {}
-
-
 def first_batch(run_id: str, lm) -> int:
     """Snippets in the run's first batch: what its model's measured speed scores in `timing.FIRST_BATCH_S`, or 1 when
     the speed was not measured on this server; later batches double up to the run's batch size."""
@@ -139,8 +133,9 @@ def word_counts(signature: tuple, role: str, _source: Source) -> tuple[int, ...]
 def cost_estimate_ui(spec: str | None, calibration: Source | None, books: Source | None, settings: AuditSettings) -> None:
     """One line before Run: snippets × tokens per snippet × this model's measured seconds per token ≈ the run's time.
 
-    The speed is measured once per model on this server (a short pass over a fixed text), never while an audit is
-    scoring; nothing is drawn until the sidebar's model has loaded, or while the inputs cannot be read.
+    The speed is measured once per model on this server (a short pass over a fixed text), in the background and never
+    while an audit is scoring (`ui.model_speeds`); nothing is drawn until the sidebar's model has loaded, or while the
+    inputs cannot be read.
     """
     if spec is None or calibration is None or books is None or st.session_state.get(LOADED) != spec:
         return
@@ -150,15 +145,16 @@ def cost_estimate_ui(spec: str | None, calibration: Source | None, books: Source
     except (InputError, ValueError, OSError):  # shown when Run is pressed; no estimate meanwhile
         return
     n = snippet_count(counts, settings.snippet_words, settings.max_snippets_per_book)
-    speeds = model_speeds()
-    if spec not in speeds:
+    lm = cached_model(spec)
+    if spec not in model_speeds():
         if running_jobs():
             st.caption(f"{n:,} snippets; the time estimate comes once the running audit ends (the model's speed is "
                        "measured when nothing else is scoring).")
             return
-        with st.spinner(f"Measuring {spec}'s speed on this machine …"), model_turn(f"measuring {spec}'s speed"):
-            speeds[spec] = measure_speed(cached_model(spec))
-    speed, lm = speeds[spec], cached_model(spec)
+        if speed_or_start(spec, lm) is None:  # measured in the background: the page is drawn meanwhile
+            wait_for_speed(spec, n)
+            return
+    speed = model_speeds()[spec]
     seconds = audit_seconds(n, settings.snippet_words, speed, lm.max_length)
     tokens = snippet_tokens(settings.snippet_words, speed, lm.max_length)
     sized = [s for s in (calibration, books) if not (isinstance(s, str) and s in DEMO_SETS)]

@@ -16,7 +16,9 @@ from mia_core.audit.sources import Book
 from mia_core.audit.timing import ModelSpeed
 from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
-from ui.audit_progress import first_batch, model_speeds
+from ui.audit_progress import first_batch
+import ui.model_speeds as model_speeds_module
+from ui.model_speeds import measurements, model_speeds
 from ui.jobs import job_threads, start_job, start_scoring
 from ui.models import LOADED
 
@@ -144,10 +146,18 @@ def test_cost_estimate_is_snippets_times_tokens_times_seconds_per_token(tmp_path
         model_speeds().pop(spec, None)
 
 
-def test_cost_estimate_measures_a_model_once(tmp_path, tiny_model_dir):
+def test_cost_estimate_measures_a_model_once_in_the_background(tmp_path, tiny_model_dir):
+    """The page is drawn before the speed is known (it says the estimate follows); the measurement runs once, in a
+    thread, and the next run draws the estimate."""
     spec = str(tiny_model_dir)
     model_speeds().pop(spec, None)
     try:
+        at = estimate_page(tmp_path, spec, loaded=True)
+        assert not at.exception, at.exception
+        if spec not in model_speeds():  # still measuring when the page was drawn
+            assert at.caption[0].value.startswith("60 snippets; the time estimate follows in a moment")
+        measuring = measurements()[spec]["thread"]
+        measuring.join(120)
         at = estimate_page(tmp_path, spec, loaded=True)
         assert not at.exception, at.exception
         speed = model_speeds()[spec]
@@ -157,3 +167,32 @@ def test_cost_estimate_measures_a_model_once(tmp_path, tiny_model_dir):
         assert model_speeds()[spec] is speed  # measured once per model on this server
     finally:
         model_speeds().pop(spec, None)
+
+
+def test_a_slow_measurement_never_holds_the_page(tmp_path, tiny_model_dir, monkeypatch):
+    """A model whose speed takes 20 s to measure: the page is drawn at once with the placeholder, and again at once
+    while the measurement runs (one measurement, not one per rerun)."""
+    spec = str(tiny_model_dir)
+    model_speeds().pop(spec, None)
+    measurements().pop(spec, None)
+    release, started = threading.Event(), []
+
+    def slow(lm):
+        started.append(lm)
+        release.wait(20)
+        return ModelSpeed(seconds_per_token=0.005, tokens_per_word=1.25)
+    monkeypatch.setattr(model_speeds_module, "measure_speed", slow)
+    try:
+        for _ in range(2):
+            begun = time.monotonic()
+            at = estimate_page(tmp_path, spec, loaded=True)
+            assert time.monotonic() - begun < 10 and not at.exception, at.exception
+            assert at.caption[0].value.startswith("60 snippets; the time estimate follows in a moment")
+        assert len(started) == 1  # measured once, in the background
+        release.set()
+        measurements()[spec]["thread"].join(30)
+        assert estimate_page(tmp_path, spec, loaded=True).caption[0].value.startswith("Estimate: 60 snippets × about")
+    finally:
+        release.set()
+        model_speeds().pop(spec, None)
+        measurements().pop(spec, None)
