@@ -27,6 +27,8 @@ TIMING_TEXT = (
     "had burned the mist off the hills, and the bells of the old church were ringing the hour.")
 #: Seconds the first batch of a page audit should take (its first result then shows within about this long).
 FIRST_BATCH_S = 20.0
+#: What the progress line says once the ETA has counted down with snippets still to score (never "0:00 left").
+OVERDUE = "taking longer than its pace so far: still scoring"
 #: Tokens per text of the timing pass (two texts, after a short warm-up): about a second for a 135M model on a CPU.
 TIMING_TOKENS = 192
 
@@ -106,7 +108,8 @@ def progress_line(progress: RunProgress, now: datetime | None = None) -> str:
 
     Elapsed runs from the session's start to `now`, so it keeps ticking while a batch is scored. The pace is that of
     this scoring session (snippets stored before it, by an earlier session, are not counted), so a resumed run's ETA
-    is not flattered by work it did not do; the time since the last batch is taken off the ETA (never below 0:00).
+    is not flattered by work it did not do; the time since the last batch is taken off the ETA. Once that countdown
+    runs out with snippets left, the line says the run is slower than its pace so far (`OVERDUE`), never "0:00 left".
     """
     head = f"{progress.scored:,} of {progress.planned:,} snippets"
     new = progress.scored - progress.scored_before
@@ -122,5 +125,6 @@ def progress_line(progress: RunProgress, now: datetime | None = None) -> str:
     line = head + elapsed
     if progress.scored < progress.planned:
         since = max(0.0, (until - progress.last_batch_at).total_seconds())
-        line += f" · about {clock_text(max(0.0, spent / new * (progress.planned - progress.scored) - since))} left"
+        left = spent / new * (progress.planned - progress.scored) - since
+        line += f" · about {clock_text(left)} left" if left >= 1 else f" · {OVERDUE}"
     return line + resumed

@@ -82,8 +82,10 @@ def test_elapsed_and_eta_move_with_the_clock_between_batches():
     # 32 snippets in 72 s (2.25 s each), 28 left → 63 s; 20 s after that batch: 1:32 elapsed, 43 s left
     line = progress_line(RunProgress("running", 32, 60, 0, T0, at(72)), now=at(92))
     assert line == "32 of 60 snippets · 1:32 elapsed · about 0:43 left"
-    # a batch late beyond its pace: the ETA stops at 0:00, never negative
-    assert progress_line(RunProgress("running", 32, 60, 0, T0, at(72)), now=at(200)).endswith("about 0:00 left")
+    # a batch late beyond its pace: no "0:00 left" while 28 snippets remain, but what is happening
+    late = progress_line(RunProgress("running", 32, 60, 0, T0, at(72)), now=at(200))
+    assert late == "32 of 60 snippets · 3:20 elapsed · taking longer than its pace so far: still scoring"
+    assert progress_line(RunProgress("running", 32, 60, 0, T0, at(72)), now=at(134)).endswith("about 0:01 left")
     # before the first batch the elapsed time runs too
     assert progress_line(RunProgress("running", 0, 60, 0, T0, None), now=at(42)) == \
         "0 of 60 snippets · first batch in progress · 0:42 elapsed"
