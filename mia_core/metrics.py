@@ -179,7 +179,8 @@ def evaluate(labels, scores, *, n_boot: int = 1000, seed: int = 0,
     dict
         JSON-ready: ``auroc``, ``auroc_ci`` ([lo, hi]), ``tpr@5%fpr``, ``tpr@5%fpr_ci``, ...,
         ``fpr@95%tpr``, ``n_members``, ``n_nonmembers``, ``warnings`` (list of str, each also
-        issued via :func:`warnings.warn`), e.g. when fewer than 1/FPR non-members exist.
+        issued via :func:`warnings.warn`), e.g. when fewer than 1/FPR non-members exist: that
+        ``tpr@{x}fpr`` and its interval are then NaN (null in JSON), as no threshold can reach the rate.
 
     Examples
     --------
@@ -197,9 +198,11 @@ def evaluate(labels, scores, *, n_boot: int = 1000, seed: int = 0,
         raise ValueError(f"groups has shape {g.shape} but labels has shape {y.shape}")
     n_pos, n_neg = int(y.sum()), int(y.size - y.sum())
     notes: list[str] = []
+    unresolved = set()  # TPR@x%FPR keys reported as NaN (null in JSON): one false positive is already above x
     for x in fprs:
         needed = math.ceil(1.0 / x - 1e-9) if x > 0 else math.inf
         if n_neg < needed:
+            unresolved.add(f"tpr@{_pct(x)}fpr")
             notes.append(f"TPR@{_pct(x)}FPR is not resolvable: {n_neg} non-members, "
                          f"need at least {needed} for one false positive to be ≤ {_pct(x)}")
     keys = ["auroc"] + [f"tpr@{_pct(x)}fpr" for x in fprs]
@@ -233,6 +236,8 @@ def evaluate(labels, scores, *, n_boot: int = 1000, seed: int = 0,
             cis = [[float(lo), float(hi)] for lo, hi in q.T]
     out: dict = {}
     for key, value, interval in zip(keys, est, cis):
+        if key in unresolved:
+            value, interval = math.nan, [math.nan, math.nan]
         out[key], out[f"{key}_ci"] = value, interval
     out.update({"fpr@95%tpr": est[-1], "n_members": n_pos, "n_nonmembers": n_neg,
                 "warnings": notes})
