@@ -11,7 +11,7 @@ import streamlit as st
 from mia_core.csv_safe import to_csv_safe
 from mia_core.names import file_name
 from ui.bench_pairs import pairs_ui
-from ui.bench_tables import METRIC_KEYS, RATES, blind_interval, compare_table, shown
+from ui.bench_tables import METRIC_KEYS, RATES, blind_interval, compare_table, shown, unresolved_note
 from ui.charts import method_label, runs_roc_figure
 from ui.models import short_model
 
@@ -73,6 +73,9 @@ def compare_ui(log_scale: bool) -> None:
     if column == "AUROC":
         st.caption("AUROC [95% CI]: each method's bootstrap interval from its run's own table; the blind baseline's "
                    "is Hanley–McNeil.")
+    for r in chosen:  # why a run's column is blank (too few non-members for this FPR), run by run
+        if column in RATES and (note := unresolved_note(r["report"], only=column)):
+            st.caption(f"{r['label']}: {note}")
     pairs_ui(chosen)
 
 

@@ -107,10 +107,11 @@ def with_interval(auroc: float | None, interval: Sequence[float | None] | None) 
     return f"{auroc:.3f}" if lo is None or hi is None else f"{auroc:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def unresolved_note(report: dict) -> str | None:
-    """Why TPR cells are blank ("this run has 60 non-members; TPR@1%FPR needs ≥ 100 …"), or None when none is."""
+def unresolved_note(report: dict, only: str | None = None) -> str | None:
+    """Why TPR cells are blank ("this run has 60 non-members; TPR@1%FPR needs ≥ 100 …"), or None when none is;
+    `only`: for that column alone."""
     n = report["n_nonmembers"]
-    blank = [f"{c} needs ≥ {needed(r):,}" for c, r in TPR_RATES.items() if n < needed(r)]
+    blank = [f"{c} needs ≥ {needed(r):,}" for c, r in TPR_RATES.items() if n < needed(r) and only in (None, c)]
     if not blank:
         return None
     needs = blank[0] if len(blank) == 1 else ", ".join(blank[:-1]) + " and " + blank[-1]

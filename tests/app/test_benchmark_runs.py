@@ -94,6 +94,11 @@ def test_two_runs_are_kept_overlaid_and_set_side_by_side(tiny_app):
             assert cell == f"{roc_auc_score(labels, run['scores'][method]):.3f} [{lo:.3f}, {hi:.3f}]"
     assert any("#1 and #2 share 12 texts (6 members, 6 non-members): too few for a paired test" in c.value
                for c in at.get("code"))
+    at.selectbox(key="bench_compare_metric").set_value("TPR@1%FPR").run()  # 6 non-members cannot resolve 1%
+    assert (table_with(at, runs[1]["label"])[runs[1]["label"]].fillna("") == "").all()  # blank cells
+    assert [c.value for c in at.caption if c.value.startswith("#") and "Blank TPR cells" in c.value] == [
+        f"{r['label']}: Blank TPR cells: this run has 6 non-members; TPR@1%FPR needs ≥ 100 (with fewer, a single "
+        "false positive is already above that rate, so no threshold reaches it)." for r in runs]
 
 
 def test_labels_colours_blank_cells_and_the_blind_warning_on_a_small_run(tiny_app):
