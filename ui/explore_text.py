@@ -22,6 +22,9 @@ SAMPLE = ("It was the best of times, it was the worst of times, it was the age o
 TEXT, PASTED, SEEN, SHOWN = "explore_text", "explore_pasted", "explore_upload_seen", "explore_upload_shown"
 #: The problem with the current upload (shown while it stays chosen).
 PROBLEM = "explore_upload_problem"
+#: The text as last drawn, kept under a key no widget owns: Streamlit drops a widget's state when a page without that
+#: widget runs, so a text pasted here would be lost after a visit to another page.
+KEPT = "explore_text_kept"
 
 
 def upload_widget():
@@ -72,7 +75,8 @@ def follow_upload(upload) -> None:
 def text_input_ui() -> str:
     """The text to explore: pasted, or an upload's text (editable); removing the upload brings the pasted text back."""
     upload = upload_widget()
-    st.session_state.setdefault(TEXT, SAMPLE)
+    if TEXT not in st.session_state:  # a first visit, or back from another page (which dropped the widget's state)
+        st.session_state[TEXT] = st.session_state.get(KEPT, SAMPLE)
     follow_upload(upload)
     shown = st.session_state.get(SHOWN)
     if upload is not None and shown is not None:
@@ -80,4 +84,6 @@ def text_input_ui() -> str:
         st.caption(f"The text below is {md(shown)}'s" + (", re-flowed (line breaks inside paragraphs joined)"
                                                             if pdf else "")
                    + ": edit it before scoring; remove the file to get back what was pasted.")
-    return st.text_area("Text", height=150, key=TEXT, max_chars=MAX_REQUEST_CHARS)
+    text = st.text_area("Text", height=150, key=TEXT, max_chars=MAX_REQUEST_CHARS)
+    st.session_state[KEPT] = text
+    return text

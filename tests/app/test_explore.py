@@ -298,3 +298,14 @@ def lines_pdf(lines: list[str]) -> bytes:
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return bytes(out)
+
+
+def test_explore_keeps_a_pasted_text_across_a_visit_to_another_page(tiny_app):
+    """Streamlit drops a widget's state when a page without it runs: the pasted text is kept apart and comes back."""
+    at = tiny_app("app_pages/explore.py")
+    at.text_area(key="explore_text").input("a text I pasted and do not want to paste again").run()
+    at.switch_page("app_pages/learn.py").run()
+    assert not at.exception, at.exception
+    at.switch_page("app_pages/explore.py").run()
+    assert not at.exception, at.exception
+    assert at.text_area(key="explore_text").value == "a text I pasted and do not want to paste again"
