@@ -194,8 +194,8 @@ def draw_results(stats, stamp: ResultStamp, request: tuple, methods: list[str], 
     decode = cached_model(req_spec).tokenizer.decode
     page = heatmap_page(stats.n_scored, "explore_heatmap_page")
     reference_tokens = reference_texts(reference_choice)
-    draw_comparison(Scored(req_spec, stamp.fingerprint, request[1], req_bos), stats, methods, values, scale_how,
-                    reference_tokens, page)
+    compared = draw_comparison(Scored(req_spec, stamp.fingerprint, request[1], req_bos), stats, methods, values,
+                               scale_how, reference_tokens, page)
     st.markdown(whose(stats, stamp))
     panels, errors = [], {}
     for method in methods:
@@ -205,7 +205,11 @@ def draw_results(stats, stamp: ResultStamp, request: tuple, methods: list[str], 
                                         reference_tokens, req_spec, req_bos, params))
         except ValueError as err:  # e.g. Tag&Tab on a text without a word to tag
             errors[method] = str(err)
-    draw_panels(stats, panels, decode, page, errors)
+    if compared:  # this model's heatmaps are in the comparison's right-hand column: not drawn a second time
+        with st.expander("This model's scores again, with what they mean and the tokens behind them"):
+            draw_panels(stats, panels, decode, page, errors)
+    else:
+        draw_panels(stats, panels, decode, page, errors)
     scores = {p.method: p.score.value for p in panels}
     shown = {m: values[m] for m in scores}
     others = {n: v for n, v in changed(shown).items() if n != "k"}  # a reference built with the same parameters

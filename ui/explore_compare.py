@@ -88,12 +88,12 @@ def draw_column(which: str, title: str, scored: Scored, stats, decode, methods: 
 
 
 def draw_comparison(current: Scored, stats, methods: list[str], values: dict, scale_how: str, reference_tokens,
-                    page: tuple[int, int]) -> None:
+                    page: tuple[int, int]) -> bool:
     """The previous model's result beside this one for the same text (nothing when none is kept or no statistics-only
-    method is chosen), with a button that clears it."""
+    method is chosen), with a button that clears it; whether it was drawn."""
     previous = st.session_state.get(PREVIOUS)
     if previous is None or not methods or previous.text != current.text or previous.bos != current.bos:
-        return
+        return False
     st.subheader("Side by side: the previous model and this one")
     try:
         with st.spinner(f"Statistics of the text under {md(previous.spec)} …"):
@@ -103,7 +103,7 @@ def draw_comparison(current: Scored, stats, methods: list[str], values: dict, sc
     except mia_core.ModelLoadError as err:  # e.g. a local folder removed since: nothing to compare with any more
         st.session_state.pop(PREVIOUS, None)
         st.warning(f"The previous model {md(previous.spec)} no longer loads, so it is not compared: {md(str(err))}")
-        return
+        return False
     left, right = st.columns(2)
     with left:
         draw_column("previous", f"Previous model: {md(previous.spec)}", previous, before, decode_before, methods,
@@ -116,3 +116,4 @@ def draw_comparison(current: Scored, stats, methods: list[str], values: dict, sc
         st.session_state.pop(PREVIOUS, None)
         st.rerun()
     st.divider()
+    return True

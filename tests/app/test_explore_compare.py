@@ -68,6 +68,8 @@ def test_explore_shows_the_previous_model_beside_the_new_one_for_the_same_text(t
     stamps = [c.value for c in at.caption if c.value.startswith("model **")]
     assert len(stamps) == 2 and all(short in s and "k 0.2" in s for s in stamps)
     assert fingerprints[first] in stamps[0] and fingerprints[second] in stamps[1]  # previous left, current right
+    again = [e for e in at.expander if e.label.startswith("This model's scores again")]
+    assert len(again) == 1 and not again[0].proto.expanded  # not drawn a second time in view: collapsed below
     at.button(key="explore_compare_clear").click().run()
     assert not at.exception and not compared_metrics(at)
     at.text_input(key="model_other").input(first).run()
