@@ -17,9 +17,10 @@ OPEN_FIRST = 2
 
 
 def paper_line(name: str) -> str:
-    """The method's paper as markdown: authors, year, title and venue, and its link where the sources give one."""
+    """The method's paper as markdown: authors, year, title and venue, then its link as a plain clickable address
+    (nothing where it has none)."""
     paper = METHODS[name].paper
-    link = f" [{paper.link}]({paper.link})" if paper.link else " (no link in the project's sources)"
+    link = f" [{paper.link}]({paper.link})" if paper.link else ""
     return f"**Paper:** {md(paper.cite())}{link}"
 
 

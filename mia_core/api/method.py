@@ -80,11 +80,16 @@ LESSON_STAGES = {1: "the text's likelihood", 2: "which tokens count", 3: "more p
 
 @dataclass(frozen=True)
 class Paper:
-    """The paper a method comes from, as the project's sources state it (docs/methods.md; nothing added from memory).
+    """The paper a method comes from: each field checked against the paper's own abstract page (arXiv, ACL
+    Anthology, OpenReview) or the venue's page, nothing added from memory; a field that could not be confirmed stays
+    empty (tests/methods/test_papers.py names the gaps).
 
-    year : None where the copy we read states none (a version under review).
-    link : an arXiv, ACL Anthology or code address from those sources; None where they give none.
-    title, venue : where the sources give them ("" where not).
+    authors : as cited ("Shi, Ajith, … & Zettlemoyer", or "Xie et al.").
+    year : of the version cited (None where no dated version could be confirmed).
+    link : the paper's arXiv abstract page, ACL Anthology or venue page; None where none was found.
+    title : exactly as the paper states it ("" where not confirmed).
+    venue : where it was published ("ICLR 2024"); a preprint's arXiv identifier ("arXiv:2404.11262") where it has no
+        confirmed venue; "" where neither is known.
     """
 
     authors: str
@@ -94,10 +99,11 @@ class Paper:
     venue: str = ""
 
     def cite(self) -> str:
-        """Authors, year, title and venue on one line (no link)."""
-        parts = [self.authors + ("" if self.year is None else f" ({self.year})")]
-        parts += [part for part in (self.title, self.venue) if part]
-        return ". ".join(parts) + "."
+        """The citation on one line, "Authors (year). Title. Venue." (no link). Each part ends with one mark:
+        authors ending in "et al." or a title ending in "?" or "." get no second period."""
+        parts = [self.authors + ("" if self.year is None else f" ({self.year})"), self.title, self.venue]
+        return " ".join(part if part.endswith((".", "?", "!")) else part + "."
+                        for part in (" ".join(part.split()) for part in parts) if part)
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,9 @@ def p_values(values: np.ndarray, population: np.ndarray) -> np.ndarray:
 
 
 @register("camia", access=AccessNeeds(),
-          lesson=430, paper=Paper("Chang et al.", 2025, "https://arxiv.org/abs/2409.13745", venue="EMNLP 2025"),
+          lesson=430, paper=Paper("Chang et al.", 2025, "https://arxiv.org/abs/2409.13745",
+                                  "Context-Aware Membership Inference Attacks against Pre-trained Large Language Models",
+                                  "EMNLP 2025"),
           fails=("It needs a reference population of known non-members of the same kind (its p-values are coarse below "
                  "20 texts); the authors orient each signal by comparing labelled members and non-members, which leaks "
                  "labels (METHODS-FIELD.md §6)."),

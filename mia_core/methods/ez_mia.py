@@ -52,7 +52,9 @@ def _reading(v: float) -> str:
 
 
 @register("ez_mia",
-          lesson=322, paper=Paper("Ilić, Stanojević & Cvejoski", 2026, "https://arxiv.org/abs/2601.12104"),
+          lesson=322, paper=Paper("Ilić, Stanojević & Cvejoski", 2026, "https://arxiv.org/abs/2601.12104",
+                                  "Powerful Training-Free Membership Inference Against Autoregressive Language Models",
+                                  "arXiv:2601.12104"),
           fails=("It needs a reference model with the target's tokenizer, ideally the checkpoint the target was "
                  "fine-tuned from; for a pre-trained target, a smaller model of its family is a deviation. The "
                  "authors' code returns 0.0 for a text with fewer than two error tokens or none that lost "

@@ -68,7 +68,8 @@ def _reading(v: float) -> str:
 
 
 @register("gap_k",
-          lesson=240, paper=Paper("Kwak & Kim", 2026, "https://arxiv.org/abs/2601.19936", venue="ACL 2026"),
+          lesson=240, paper=Paper("Kwak & Kim", 2026, "https://arxiv.org/abs/2601.19936",
+                                  "Gap-K%: Measuring Top-1 Prediction Gap for Detecting Pretraining Data", "ACL 2026"),
           fails=("The window width depends on the model (the authors use w = 6 for LLaMA on WikiMIA, w = 3 for Pythia, "
                  "Mamba and MIMIR), and a one-hot prediction (σ = 0) breaks the authors' code with NaN or −∞ "
                  "(METHODS-FIELD.md §5)."),

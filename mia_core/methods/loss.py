@@ -18,8 +18,9 @@ def loss_batch(batch: StatsBatch, params: NoParams) -> np.ndarray:
 
 @register("loss", access=AccessNeeds(),
           lesson=110, paper=Paper("Yeom, Giacomelli, Fredrikson & Jha", 2018,
-                                  title="Privacy risk in machine learning: analyzing the connection to overfitting",
-                                  venue="IEEE CSF 2018"),
+                                  "https://arxiv.org/abs/1709.01604",
+                                  "Privacy Risk in Machine Learning: Analyzing the Connection to Overfitting",
+                                  "IEEE CSF 2018"),
           fails=("It ranks texts by how predictable they are, not by whether they were seen: plain, common or "
                  "repetitive text scores high either way. On MIMIR, where members and non-members come from the same "
                  "sources, it stays near chance (mean AUROC 52.1–54.9 on Pythia 160M–12B, Min-K%++ paper, Table 2)."),

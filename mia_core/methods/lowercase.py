@@ -15,9 +15,8 @@ LOSS_FLOOR = 1e-12
 
 
 @register("lowercase", access=AccessNeeds(further_passes=True, why="a further pass on the lowercased text"),
-          lesson=310, paper=Paper("Carlini, Tramèr, Wallace et al.", 2021,
-                                  title="Extracting training data from large language models",
-                                  venue="USENIX Security 2021"),
+          lesson=310, paper=Paper("Carlini, Tramèr, Wallace et al.", 2021, "https://arxiv.org/abs/2012.07805",
+                                  "Extracting Training Data from Large Language Models", "USENIX Security 2021"),
           fails=("It needs a second pass of the model, which the Min-K%++ paper finds impractical for online "
                  "detection; a text with no capital letters is unchanged by lowercasing and scores exactly 1."),
           view=TokenView("the per-token output shown with Lowercase ratio, which scores the text as a whole (for "

@@ -24,7 +24,7 @@ def min_k_batch(batch: StatsBatch, params: MinKParams) -> np.ndarray:
 @register("min_k", access=AccessNeeds(),
           lesson=210, paper=Paper("Shi, Ajith, Xia, Huang, Liu, Blevins, Chen & Zettlemoyer", 2024,
                                   "https://arxiv.org/abs/2310.16789",
-                                  "Detecting pretraining data from large language models", "ICLR 2024"),
+                                  "Detecting Pretraining Data from Large Language Models", "ICLR 2024"),
           fails=("It tends to misclassify non-member texts made of many common words the model predicts with high "
                  "probability (DC-PDD paper, abstract); short inputs are harder than long ones (Min-K%++ paper: 62.2% "
                  "vs 66.8% AUROC on 64- and 128-token WikiMIA texts with Mamba-1.4B)."),

@@ -45,8 +45,8 @@ def min_k_pp_batch(batch: StatsBatch, params: MinKPlusPlusParams) -> np.ndarray:
 @register("min_k_pp",
           lesson=220, paper=Paper("Zhang, Sun, Yeats, Ouyang, Kuo, Zhang, Yang & Li", 2025,
                                   "https://arxiv.org/abs/2404.02936",
-                                  "Min-K%++: improved baseline for detecting pre-training data from large language "
-                                  "models", "ICLR 2025"),
+                                  "Min-K%++: Improved Baseline for Detecting Pre-Training Data from Large Language "
+                                  "Models", "ICLR 2025"),
           fails=("Where members and non-members are drawn from the same dataset (MIMIR) it barely improves on Min-K% "
                  "(relative AUROC −0.2% to +2.8% on Pythia 160M–12B, its Table 2); with a text prepended (online "
                  "detection) its numbers fall below the offline ones (its Table 4)."),

@@ -166,7 +166,8 @@ def _reading(v: float) -> str:
 
 
 @register("pac", access=AccessNeeds(further_passes=True, why="further passes on word-swapped copies of the text"),
-          lesson=350, paper=Paper("Ye et al.", 2024, "https://arxiv.org/abs/2405.11930", venue="Findings of ACL 2024"),
+          lesson=350, paper=Paper("Ye et al.", 2024, "https://arxiv.org/abs/2405.11930",
+                                  "Data Contamination Calibration for Black-box LLMs", "Findings of ACL 2024"),
           fails=("A one-word text cannot be swapped (PAC = 0, flagged), and the swaps are random: the authors seed "
                  "once per run, so their scores depend on the order of the data set (METHODS-FIELD.md §3)."),
           view=TokenView(LOGP,

@@ -12,9 +12,8 @@ from ..api import AccessNeeds, NoParams, Paper, Score, TokenStats, TokenView, re
 
 
 @register("ref", access=AccessNeeds(),
-          lesson=320, paper=Paper("Carlini, Tramèr, Wallace et al.", 2021,
-                                  title="Extracting training data from large language models",
-                                  venue="USENIX Security 2021"),
+          lesson=320, paper=Paper("Carlini, Tramèr, Wallace et al.", 2021, "https://arxiv.org/abs/2012.07805",
+                                  "Extracting Training Data from Large Language Models", "USENIX Security 2021"),
           fails=("It needs a second model trained on similar data (the papers use the smallest of the same family, "
                  "e.g. Pythia-70M for Pythia), and the Min-K%++ repository fed the target's tokens to the reference "
                  "model, a bug (METHODS.md); it is impractical for online detection (Min-K%++ paper)."),

@@ -62,7 +62,9 @@ def _reading(v: float) -> str:
 
 
 @register("surp", access=AccessNeeds(full_distribution=True, why="the entropy of the full next-token distribution"),
-          lesson=230, paper=Paper("Zhang & Wu", 2024, "https://arxiv.org/abs/2407.21248"),
+          lesson=230, paper=Paper("Zhang & Wu", 2024, "https://arxiv.org/abs/2407.21248",
+                                  "Adaptive Pre-training Data Detection for Large Language Models via Surprising Tokens",
+                                  "arXiv:2407.21248"),
           fails=("A text with no low-entropy token among its least likely gets the sentinel −100 and ranks as the "
                  "strongest non-member; its defaults (k 0.4, 2 nats) are the SoK benchmark's reading of the paper, and "
                  "no code by its authors was found (METHODS-FIELD.md §4)."),

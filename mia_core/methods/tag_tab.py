@@ -187,7 +187,9 @@ def _overlapping(offsets: np.ndarray):
 
 
 @register("tag_tab", access=AccessNeeds(),
-          lesson=250, paper=Paper("Antebi et al.", 2025, "https://arxiv.org/abs/2501.08454"),
+          lesson=250, paper=Paper("Antebi et al.", 2025, "https://arxiv.org/abs/2501.08454",
+                                  "Tag&Tab: Pretraining Data Detection in Large Language Models Using Keyword-Based "
+                                  "Membership Inference Attack", "arXiv:2501.08454"),
           fails=("It needs sentences of 7–40 words to tag (a text without one is scored as one sentence, flagged), "
                  "and its rare words come from general word-frequency tables, not the training corpus; the authors' "
                  "evaluation flips scores whenever AUROC < 0.5, a label-dependent step (METHODS-FIELD.md §9)."),

@@ -78,7 +78,9 @@ def _reading(v: float) -> str:
 
 
 @register("wbc",
-          lesson=324, paper=Paper("Chen et al.", 2026, "https://arxiv.org/abs/2601.02751", venue="USENIX Security 2026"),
+          lesson=324, paper=Paper("Chen et al.", 2026, "https://arxiv.org/abs/2601.02751",
+                                  "Window-based Membership Inference Attacks Against Fine-tuned Large Language Models",
+                                  "USENIX Security 2026"),
           fails=("It needs a reference model with the target's tokenizer, ideally the checkpoint the target was "
                  "fine-tuned from (the authors' example uses base Pythia-2.8B); the authors' code aligns two "
                  "different tokenisations by index, silently wrong when the tokenizers differ. The paper's rule for "

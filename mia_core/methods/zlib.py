@@ -24,9 +24,8 @@ def zlib_batch(batch: StatsBatch, params: NoParams) -> np.ndarray:
 
 
 @register("zlib", access=AccessNeeds(),
-          lesson=120, paper=Paper("Carlini, Tramèr, Wallace et al.", 2021,
-                                  title="Extracting training data from large language models",
-                                  venue="USENIX Security 2021"),
+          lesson=120, paper=Paper("Carlini, Tramèr, Wallace et al.", 2021, "https://arxiv.org/abs/2012.07805",
+                                  "Extracting Training Data from Large Language Models", "USENIX Security 2021"),
           fails=("Compression only discounts generic repetitiveness; it cannot tell a rare text the model saw from a "
                  "rare one it did not. On MIMIR it does no better than the loss (mean AUROC 52.3–54.8 on Pythia "
                  "160M–12B, Min-K%++ paper, Table 2)."),

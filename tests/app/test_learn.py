@@ -51,7 +51,8 @@ def test_learn_gives_every_method_its_paper_and_when_it_fails():
     for name, paper, fail in zip(order, papers, fails):
         spec = METHODS[name]
         assert spec.paper.authors.split(",")[0].split(" ")[0] in paper and len(spec.fails.split(". ")) <= 3
-        assert (spec.paper.link in paper) if spec.paper.link else "no link in the project's sources" in paper
+        assert (f"[{spec.paper.link}]({spec.paper.link})" in paper) if spec.paper.link else "http" not in paper
+        assert "no link" not in paper and ".." not in paper.replace("\\", "")
         assert spec.paper.year is None or f"{spec.paper.year}" in paper
         assert fail.removeprefix("**When it fails:** ").replace("\\", "") == spec.fails
     links = [METHODS[m].paper.link for m in order]

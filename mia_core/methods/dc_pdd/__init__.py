@@ -55,9 +55,9 @@ def dc_pdd_batch(batch: StatsBatch, params: DcPddParams, *, freq) -> np.ndarray:
 
 @register("dc_pdd", access=AccessNeeds(),
           lesson=260, paper=Paper("Zhang, Zhang, Guo, de Rijke, Fan & Cheng", 2024,
-                                  "https://github.com/zhang-wei-chao/DC-PDD",
-                                  "Pretraining data detection for large language models: a divergence-based "
-                                  "calibration method"),
+                                  "https://aclanthology.org/2024.emnlp-main.300",
+                                  "Pretraining Data Detection for Large Language Models: A Divergence-based "
+                                  "Calibration Method", "EMNLP 2024"),
           fails=("The reference corpus only estimates the training corpus's token frequencies and must be in the "
                  "text's language, and the cap on calibrated probabilities changes results a lot with no rule for "
                  "setting it (the paper's Limitations)."),

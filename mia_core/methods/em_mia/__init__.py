@@ -123,7 +123,9 @@ def prepare(stats: list[TokenStats], params: EmMiaParams, *, lm: LanguageModel) 
 
 
 @register("em_mia",
-          lesson=425, paper=Paper("Kim et al.", 2026, "https://arxiv.org/abs/2410.07582", venue="EACL 2026"),
+          lesson=425, paper=Paper("Kim et al.", 2026, "https://arxiv.org/abs/2410.07582",
+                                  "Detecting Training Data of Large Language Models via Expectation Maximization",
+                                  "EACL 2026"),
           fails=("It is transductive: every score depends on the whole scored set, and below about 50 texts its "
                  "median split is noisy. It costs N² conditional passes for N texts (METHODS-FIELD.md §15)."),
           access=AccessNeeds(further_passes=True,

@@ -100,8 +100,8 @@ def prepare(stats: list[TokenStats], params: GdsParams, *, lm: LanguageModel, cl
 
 @register("gds", access=AccessNeeds(gradients=True, why="gradients of the text's loss through adapter weights"),
           lesson=620, paper=Paper("Zhang, Wang, Zhang, Zheng & Lan", 2026, "https://arxiv.org/abs/2603.04828",
-                                  "From unfamiliar to familiar: detecting pre-training data via gradient deviations"
-                                  " in large language models"),
+                                  "From Unfamiliar to Familiar: Detecting Pre-training Data via Gradient Deviations"
+                                  " in Large Language Models", "arXiv:2603.04828"),
           fails=("It is supervised: it needs labelled members and non-members of the same distribution to fit its "
                  "classifier (the paper trains on 30% of each benchmark), which an auditor of an undisclosed corpus "
                  "rarely has."),

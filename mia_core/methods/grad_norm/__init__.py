@@ -122,7 +122,9 @@ def prepare(stats: list[TokenStats], params: GradNormParams, *, lm: LanguageMode
 
 
 @register("grad_norm", access=AccessNeeds(gradients=True, why="the gradient of the text's loss"),
-          lesson=610, paper=Paper("Wang et al.", 2024, "https://arxiv.org/abs/2402.17012"),
+          lesson=610, paper=Paper("Wang et al.", 2024, "https://arxiv.org/abs/2402.17012",
+                                  "Pandora's White-Box: Increased Training Data Leakage in Open LLMs",
+                                  "arXiv:2402.17012"),
           fails=("MIMIR's port ranks a larger gradient as member, against the rationale, and whether its published "
                  "numbers carry that sign is unconfirmed; bf16 or fp16 gradients can underflow (METHODS-FIELD.md §7)."),
           view=TokenView("the per-token output shown with Gradient norm, which scores the text as a whole (for "

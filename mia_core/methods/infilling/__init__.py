@@ -46,9 +46,9 @@ class InfillingParams(KParams):
 
 
 @register("infilling",
-          lesson=330, paper=Paper("Raoof et al.", None,
-                                  title="Infilling Score: a pretraining data detection algorithm for large language"
-                                        " models", venue="under review in our copy"),
+          lesson=330, paper=Paper("Raoof et al.", 2025, "https://openreview.net/forum?id=9QPH1YQCMn",
+                                  "Infilling Score: A Pretraining Data Detection Algorithm for Large Language Models",
+                                  "ICLR 2025"),
           fails=("Its cost grows with the text: the reference code runs one full forward pass per position (30 s for a "
                  "256-token text with LLaMA-7B on an H200, METHODS.md); we evaluate the changed branches against a "
                  "shared prefix instead."),

@@ -62,8 +62,8 @@ def check_params(params: NeighborParams) -> None:
 @register("neighbor", access=AccessNeeds(further_passes=True, why="further passes on neighbour texts"),
           lesson=340, paper=Paper("Mattern, Mireshghallah, Jin, Schölkopf, Sachan & Berg-Kirkpatrick", 2023,
                                   "https://aclanthology.org/2023.findings-acl.719",
-                                  "Membership inference attacks against language models via neighbourhood "
-                                  "comparison", "Findings of ACL 2023"),
+                                  "Membership Inference Attacks against Language Models via Neighbourhood "
+                                  "Comparison", "Findings of ACL 2023"),
           fails=("It costs many passes (MIMIR: 25 neighbours) and a masked language model to propose them, and on "
                  "MIMIR it is no better than the loss (mean AUROC 52.0–53.8 on Pythia 160M–6.9B, Min-K%++ paper, Table "
                  "2)."),

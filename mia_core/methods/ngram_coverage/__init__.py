@@ -148,7 +148,9 @@ AGGREGATE = {"max": np.max, "min": np.min, "median": np.median, "mean": np.mean}
 
 
 @register("ngram_coverage", access=AccessNeeds(generation=True, why="continuations sampled from the text's prefix"),
-          lesson=520, paper=Paper("Hallinan et al.", 2025, "https://arxiv.org/abs/2508.09603", venue="COLM 2025"),
+          lesson=520, paper=Paper("Hallinan et al.", 2025, "https://arxiv.org/abs/2508.09603",
+                                  "The Surprising Effectiveness of Membership Inference with Simple N-Gram Coverage",
+                                  "COLM 2025"),
           fails=("It sees only what sampling brings back: a model that saw the text but rarely reproduces it "
                  "word for word scores like one that never saw it, and a suffix shorter than L words or a one-word "
                  "text cannot be scored (METHODS-FIELD.md §14)."),

@@ -92,7 +92,8 @@ def prepare(stats: list[TokenStats], params: ProbeParams, *, lm: LanguageModel, 
 @register("probe", access=AccessNeeds(further_passes=True, gradients=True,
                                       why="the weights in process: hidden states of its own prompt-wrapped text, and "
                                           "gradients to fine-tune a proxy copy"),
-          lesson=630, paper=Paper("Liu et al.", 2024, "https://arxiv.org/abs/2406.01333", venue="ACL 2024"),
+          lesson=630, paper=Paper("Liu et al.", 2024, "https://arxiv.org/abs/2406.01333",
+                                  "Probing Language Models for Pre-training Data Detection", "ACL 2024"),
           fails=("It needs at least a few hundred known non-members of the scored distribution and a fine-tune of a "
                  "copy of the model; the probe learns what fine-tuning does to the proxy, which may not be what "
                  "pretraining did to the target."),

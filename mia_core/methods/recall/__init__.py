@@ -106,7 +106,9 @@ def _scored(stats: TokenStats, m: int, values: np.ndarray) -> tuple[np.ndarray, 
 
 
 @register("recall",
-          lesson=410, paper=Paper("Xie et al.", 2024, "https://arxiv.org/abs/2406.15968"),
+          lesson=410, paper=Paper("Xie et al.", 2024, "https://arxiv.org/abs/2406.15968",
+                                  "ReCaLL: Membership Inference via Relative Conditional Log-Likelihoods",
+                                  "EMNLP 2024"),
           fails=("It needs known non-members of the same kind for its prefix; the authors' code and the ports draw "
                  "them from the evaluated benchmark itself, which leaks labels, and a long prefix leaves less context "
                  "for the text (METHODS-FIELD.md §1)."),
@@ -162,7 +164,9 @@ def _prepare_con_recall(stats: list[TokenStats], params: ConRecallParams, *, lm:
 
 
 @register("con_recall",
-          lesson=420, paper=Paper("Wang et al.", 2024, "https://arxiv.org/abs/2409.03363"),
+          lesson=420, paper=Paper("Wang et al.", 2024, "https://arxiv.org/abs/2409.03363",
+                                  "Con-ReCall: Detecting Pre-training Data in LLMs via Contrastive Decoding",
+                                  "arXiv:2409.03363"),
           fails=("It needs known members as well as known non-members; the paper's default γ is unconfirmed, and "
                  "tuning γ on the evaluation labels leaks them (METHODS-FIELD.md §2)."),
           access=AccessNeeds(further_passes=True,

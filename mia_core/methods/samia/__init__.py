@@ -102,7 +102,9 @@ def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) 
 
 
 @register("samia", access=AccessNeeds(generation=True, why="continuations sampled from the text's first half"),
-          lesson=510, paper=Paper("Kaneko et al.", 2024, "https://arxiv.org/abs/2404.11262"),
+          lesson=510, paper=Paper("Kaneko et al.", 2024, "https://arxiv.org/abs/2404.11262",
+                                  "Sampling-based Pseudo-Likelihood for Membership Inference Attacks",
+                                  "arXiv:2404.11262"),
           fails=("Its ROUGE-1 recall rewards longer generations (the candidate is not cut to the reference's length), "
                  "and a text too short to split into a prefix and a suffix of words cannot be scored (METHODS-FIELD.md "
                  "§10)."),
