@@ -33,7 +33,7 @@ from ui.model_work import model_turn
 from ui.models import allowed_methods, cached_model, drop_refused, refused_note, short_model
 from ui.params import changed, param_widgets
 from ui.places import BENCHMARK, FITTED, label
-from ui.work_estimate import count_tokens, device_type, estimate_line, request_passes
+from ui.work_estimate import answer_bytes, count_tokens, device_type, estimate_line, request_passes
 
 #: The methods chosen on a first visit (where the model allows them).
 FIRST_CHOSEN = ("loss", "zlib", "min_k", "min_k_pp")
@@ -212,7 +212,7 @@ elif data is not None and len(np.unique(data["label"])) < 2:
 else:
     if ready:
         st.caption(estimate_line(count_tokens(spec, tuple(data["text"])), request_passes(methods, values),
-                                 device_type(spec)))
+                                 device_type(spec), answer_bytes(spec)))
     if st.button("Run", type="primary", disabled=not ready, key="bench_run"):
         run(spec, name, data, methods, values, fit, per_class, helpers)
 if "bench_result" in st.session_state:

@@ -36,7 +36,7 @@ from ui.reference_view import reference_section, reference_source_ui, resolve_re
 from ui.stale import results_container
 from ui.token_scale import reference_texts, scale_ui
 from ui.token_views import draw_panels, explore_panel, export_buttons, heatmap_page
-from ui.work_estimate import count_tokens, device_type, estimate_line, request_passes
+from ui.work_estimate import answer_bytes, count_tokens, device_type, estimate_line, request_passes
 
 #: The statistics-only methods shown first (where the model allows them).
 FIRST_SHOWN = ("min_k_pp", "min_k")
@@ -130,7 +130,7 @@ def extra_pass_results(stats, request: tuple, extra: list[str], values: dict,
     tokens, more = stats.n_text_tokens + 1, request_passes(todo, values) - 1  # the statistics pass is done
     cost = tokens * more
     if todo and more:
-        st.caption(estimate_line(tokens, more, device_type(request[0])))
+        st.caption(estimate_line(tokens, more, device_type(request[0]), answer_bytes(request[0])))
     if todo and st.button("Compute " + ", ".join(mia_core.METHODS[m].label for m in todo), key="explore_extra_run",
                           help="Runs the model again: " + "; ".join(label_and_cost(m) for m in todo)):
         try:
@@ -171,7 +171,7 @@ def request_estimate(spec: str | None, text: str, bos: str, methods: list[str], 
         tokens, passes = count_tokens(spec, (text,), bos), request_passes(methods, values)
     except mia_core.ModelLoadError:
         return 0, 0
-    st.caption(estimate_line(tokens, passes, device_type(spec)))
+    st.caption(estimate_line(tokens, passes, device_type(spec), answer_bytes(spec)))
     return tokens, passes
 
 

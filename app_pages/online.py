@@ -20,7 +20,7 @@ from ui.models import cached_model, cached_stats, pick_one_method
 from ui.params import param_widgets
 from ui.places import AUDITS, ONLINE_SOURCE
 from ui.windows import window_figure
-from ui.work_estimate import count_tokens, device_type, estimate_line
+from ui.work_estimate import answer_bytes, count_tokens, device_type, estimate_line
 
 SOURCES = dict(zip(ONLINE_SOURCE.options, ("Paste or upload a text", "Two labelled passages",
                                            "Demo: non-member then member paragraphs (demo-wiki)")))
@@ -133,7 +133,7 @@ text, spans = text_ui()
 params, method_params = params_ui(spec)
 tokens = count_tokens(spec, (text,)) if spec is not None and text.strip() else 0
 if tokens:
-    st.caption(estimate_line(tokens, 1, device_type(spec)))
+    st.caption(estimate_line(tokens, 1, device_type(spec), answer_bytes(spec)))
 if st.button("Score the windows", type="primary", disabled=spec is None or not text.strip(), key="online_run"):
     try:
         check_request_chars([text], "The text")  # an upload is checked here; the text areas cap themselves

@@ -14,6 +14,7 @@ import streamlit as st
 import mia_core
 from mia_core.api.params import param_infos
 from mia_core.limits import bound_place, token_pass_bound
+from mia_core.model.served.served_model import LARGE_ANSWER_BYTES
 from ui.models import cached_model
 
 def extra_passes(method: str, params: Mapping[str, Any] | None = None) -> float:
@@ -42,9 +43,20 @@ def device_type(spec: str) -> str:
     return cached_model(spec).device.type
 
 
-def estimate_line(tokens: int, passes: int, device: str) -> str:
-    """"≈ 12,000 tokens × 2 passes = 24,000 token-passes, of the 50,000 one request may cost on this CPU server"."""
+def answer_bytes(spec: str) -> float:
+    """Bytes a served model's server sends back per scored token (0 for a model computed here)."""
+    return float(getattr(cached_model(spec), "answer_bytes_per_token", 0.0))
+
+
+def estimate_line(tokens: int, passes: int, device: str, answer_bytes_per_token: float = 0.0) -> str:
+    """"≈ 12,000 tokens × 2 passes = 24,000 token-passes, of the 50,000 one request may cost on this server's CPU",
+    and for a server that sends the whole distribution back (logprobs=full), how much that is."""
     bound = token_pass_bound(device)
     over = " — over the bound: it will not run here" if tokens * passes > bound else ""
-    return (f"Estimated cost: ≈ {tokens:,} tokens × {passes} pass{'es' if passes != 1 else ''} = "
+    line = (f"Estimated cost: ≈ {tokens:,} tokens × {passes} pass{'es' if passes != 1 else ''} = "
             f"{tokens * passes:,} token-passes, of the {bound:,} one request may cost on {bound_place(device)}{over}.")
+    if answer_bytes_per_token >= LARGE_ANSWER_BYTES:
+        line += (f" The server sends the whole distribution back (logprobs=full): about "
+                 f"{answer_bytes_per_token / 1e6:.1f} MB per token, {answer_bytes_per_token * tokens / 1e6:,.0f} MB "
+                 "for this request.")
+    return line

@@ -18,7 +18,8 @@ from typing import TextIO
 from tqdm.auto import tqdm
 
 from ..audit.timing import clock_text as clock  # m:ss / h:mm:ss, one formatter for the audit page and the CLI
-from .terminal import one_line
+from ..model.served.served_model import LARGE_ANSWER_BYTES
+from .terminal import echo, one_line
 
 #: Lines per pass when stderr is not a terminal (one each tenth of the work).
 STEPS = 10
@@ -94,3 +95,14 @@ def progress_bar(label: str, unit: str | None = "tokens", *, stream: TextIO | No
     stream = sys.stderr if stream is None else stream
     is_terminal = getattr(stream, "isatty", lambda: False)()
     return bar(label, unit, stream) if is_terminal else PlainProgress(label, unit, stream, done=done, total=total)
+
+
+def answer_note(lm, texts: list[str], bos: str) -> None:
+    """Before a served run that brings the whole distribution back (logprobs=full), one line on stderr: how many MB
+    the server will send, so a run that takes minutes on a CPU server is expected, not a hang."""
+    per_token = float(getattr(lm, "answer_bytes_per_token", 0.0))
+    if per_token < LARGE_ANSWER_BYTES:
+        return
+    tokens = sum(len(lm.fed_ids(text, bos)) for text in texts)
+    echo(f"note: the server sends the whole distribution back (logprobs=full): about {per_token / 1e6:.1f} MB per "
+         f"token, about {per_token * tokens / 1e6:,.0f} MB for these {tokens:,} tokens", err=True)

