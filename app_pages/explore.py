@@ -32,7 +32,8 @@ from ui.models import FAILED, allowed_methods, cached_model, cached_stats, drop_
 from ui.params import changed, flat, param_widgets
 from ui.places import EXPLORE, EXPLORE_BOS, FITTED, SIDE_BY_SIDE, label
 from ui.markdown import md
-from ui.reference_view import reference_section, reference_source_ui, resolve_reference
+from ui.reference_jobs import pending_reference_ui
+from ui.reference_view import PendingReference, reference_section, reference_source_ui, resolve_reference
 from ui.stale import results_container
 from ui.token_scale import reference_texts, scale_ui
 from ui.token_views import draw_panels, explore_panel, export_buttons, heatmap_page
@@ -197,6 +198,7 @@ def draw_results(stats, stamp: ResultStamp, request: tuple, methods: list[str], 
     compared = draw_comparison(Scored(req_spec, stamp.fingerprint, request[1], req_bos), stats, methods, values,
                                scale_how, reference_tokens, page)
     st.markdown(whose(stats, stamp))
+    pvalue_place = st.container()  # where the p-value's progress shows while its known non-members are scored
     panels, errors = [], {}
     for method in methods:
         try:
@@ -215,7 +217,10 @@ def draw_results(stats, stamp: ResultStamp, request: tuple, methods: list[str], 
     others = {n: v for n, v in changed(shown).items() if n != "k"}  # a reference built with the same parameters
     reference = resolve_reference(reference_choice, req_spec, methods, flat(shown).get("k"), req_bos, others) \
         if scores else None
-    if reference is not None:
+    if isinstance(reference, PendingReference):
+        with pvalue_place:
+            pending_reference_ui(reference.key, reference.what)
+    elif reference is not None:
         reference_section(reference, stats, scores)
     extra_panels = []
     if extra:

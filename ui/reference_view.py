@@ -4,13 +4,14 @@ A raw score ("Min-K%++ = −1.19") means little alone; against a reference set o
 the same kind it becomes "scores higher than 97% of 120 known non-members (p = 0.03)". The reference
 is the demo's built-in one, known non-members uploaded here, or a saved reference set (`mia reference
 build`) whose model and settings must match the page's. The first two are scored once per model and
-setting, with a progress bar and an ETA, and kept in the cache (`mia_core.reference.cache`): later texts
-and later sessions reuse them.
+setting, in the background (`ui.reference_jobs`: the result shows at once, the p-value's place says how far the
+scoring is), and kept in the cache (`mia_core.reference.cache`): later texts and later sessions reuse them.
 """
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,15 +24,13 @@ from mia_core.inputs.tables import InputError, read_texts
 from mia_core.limits import check_request_cost
 from mia_core.model.builtin import BUILTIN_NAMES
 from mia_core.model.identity import text_sha256
-from mia_core.names import shown_name
 from mia_core.reference import (
-    ReferenceSet, TextsProgress, cached_reference, check_demo_model, check_model, compare, demo_texts, in_words,
-    kept_reference, load_reference, setting_conflicts,
+    ReferenceSet, check_demo_model, check_model, compare, demo_texts, in_words, load_reference, setting_conflicts,
 )
 from ui.helpers import UPLOAD_TYPES, read_upload
 from ui.markdown import md
-from ui.model_work import model_turn
 from ui.models import cached_model
+from ui.reference_jobs import reference_or_start
 from ui.work_estimate import count_tokens, device_type, request_passes
 
 #: Known non-members an upload may hold: each is scored once on this server (a bound on visitors' work).
@@ -46,27 +45,21 @@ KEPT = ("The known non-members' scores are computed once per model and setting a
         "reuse them; another model, setting or code version scores them again.")
 
 
+@dataclass(frozen=True)
+class PendingReference:
+    """A reference set being scored in the background (`ui.reference_jobs`): its job's key and what it scores."""
+
+    key: tuple
+    what: str
+
+
 def scored_reference(spec: str, texts: Sequence[str], source: str, methods: list[str], k: float | None, bos: str,
-                     params: dict, what: str, cost: int = 0) -> ReferenceSet:
-    """The reference set of `texts` under this model and setting: kept from an earlier text or session, else scored
-    in its turn in the server's line, a progress bar showing texts done and the ETA, then kept."""
-    lm = cached_model(spec)
+                     params: dict, what: str) -> ReferenceSet | PendingReference:
+    """The reference set of `texts` under this model and setting: kept from an earlier text, session or visitor, else
+    scored in the background (in the server's line for the model) while the page shows its result."""
     setting = {"k": k, "bos": bos, "params": params, "source": source}
-    kept = kept_reference(lm, texts, methods, **setting)
-    if kept is not None:
-        return kept
-    name = md(shown_name(spec))
-    bar = st.progress(0.0, text=f"Scoring the reference set for {name}: waiting for the model …")
-
-    def show(progress: TextsProgress) -> None:
-        bar.progress(progress.done / max(progress.total, 1),
-                     text=f"Scoring the reference set for {name}: {progress.words()} — done once per model, then "
-                          "cached")
-
-    with model_turn(what, cost) as check:  # another session may have scored it meanwhile: then it is read, not scored
-        reference = cached_reference(lm, texts, methods, progress=check, on_texts=show, **setting)
-    bar.empty()
-    return reference
+    reference, key = reference_or_start(spec, cached_model(spec), list(texts), list(methods), setting)
+    return reference if reference is not None else PendingReference(key, what)
 
 
 def reference_source_ui(spec: str | None) -> tuple[str, object]:
@@ -116,9 +109,10 @@ def saved_reference(files) -> ReferenceSet | None:
 
 
 def resolve_reference(choice: tuple[str, object], spec: str, methods: list[str], k: float | None,
-                      bos: str, params: dict | None = None) -> ReferenceSet | None:
-    """The reference set for this model and setting (built or checked), or None with the reason shown; `params`: the
-    methods' parameters other than k that differ from their defaults."""
+                      bos: str, params: dict | None = None) -> ReferenceSet | PendingReference | None:
+    """The reference set for this model and setting (kept or checked), a `PendingReference` while it is scored in
+    the background, or None with the reason shown; `params`: the methods' parameters other than k that differ from
+    their defaults."""
     how, given = choice
     params = dict(params or {})
     if how == NONE or given is None and how != DEMO:
@@ -128,16 +122,18 @@ def resolve_reference(choice: tuple[str, object], spec: str, methods: list[str],
             check_demo_model(cached_model(spec))
             texts, source = demo_texts()
             reference = scored_reference(spec, texts, source, methods, k, bos, params,
-                                         "Scoring the demo's known non-members")
-            st.caption(KEPT)
+                                         f"the demo's {len(texts):,} known non-members")
+            if isinstance(reference, ReferenceSet):
+                st.caption(KEPT)
             return reference
         if how == TEXTS:
             texts, name = given
             cost = count_tokens(spec, texts, bos) * request_passes(methods)
             check_request_cost(cost, device_type(spec), f"Scoring {len(texts):,} known non-members")
             reference = scored_reference(spec, list(texts), name, methods, k, bos, params,
-                                         "Scoring uploaded known non-members", cost)
-            st.caption(KEPT)
+                                         f"{len(texts):,} uploaded known non-members")
+            if isinstance(reference, ReferenceSet):
+                st.caption(KEPT)
             return reference
         reference = given
         lm = cached_model(spec)

@@ -7,15 +7,28 @@ import pytest
 from mia_core import load_model, score_texts
 from mia_core.reference import demo_split, format_p
 
+from ui.reference_jobs import reference_jobs
+
 from tests.support.app import app
+from tests.support.demo_cache import fresh_cache_with_demo
 
 pytestmark = pytest.mark.integration  # the page loads the cached demo model
 
 
-def test_demo_text_gets_its_p_value_against_the_demo_reference():
+def test_demo_text_gets_its_p_value_against_the_demo_reference(tmp_path, monkeypatch):
+    """The reference set is not kept yet (a fresh cache): the result shows at once, the p-value's place says how far
+    the 120 known non-members are, scored in the background; once kept, the page draws the p-values."""
+    monkeypatch.setenv("MIA_LENS_CACHE", str(fresh_cache_with_demo(tmp_path / "cache")))
     at = app("app_pages/explore.py")
     assert at.radio(key="explore_reference_source").value == "The demo's known non-members"
     at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert at.metric and not any("known non-members (p =" in m.value for m in at.markdown)  # the result, no p yet
+    waiting = [i.value for i in at.info if i.value.startswith("**p-value**: scoring the demo's 120 known non-members")]
+    assert waiting and " of 120 texts" in waiting[0], [i.value for i in at.info]
+    for job in list(reference_jobs().values()):
+        job.thread.join(600)
+    at.run()
     assert not at.exception, at.exception
     text = at.text_area(key="explore_text").value
     reference_texts = demo_split()[0]["text"].tolist()

@@ -10,18 +10,23 @@ from streamlit.testing.v1 import AppTest
 from mia_core import LanguageModel, load_model, score_texts
 from mia_core.reference import references_dir
 
+from ui.reference_jobs import reference_jobs
+
 from tests.support.tiny import random_texts
 
 PAGE = '''
 import streamlit as st
 
 from tests.support.tiny import random_texts
-from ui.reference_view import TEXTS, resolve_reference
+from ui.reference_view import TEXTS, PendingReference, resolve_reference
 
 texts = tuple(random_texts(8, seed=21))
 reference = resolve_reference((TEXTS, (texts, "known<b>.csv")), st.session_state["spec"], ["loss"], None, "auto")
-st.write(f"size={reference.size}")
-st.write("loss=" + ",".join(repr(v) for v in reference.table["loss"]))
+if isinstance(reference, PendingReference):  # scored in the background: the test waits for it, then reruns
+    st.write("pending")
+else:
+    st.write(f"size={reference.size}")
+    st.write("loss=" + ",".join(repr(v) for v in reference.table["loss"]))
 '''
 
 
@@ -30,7 +35,12 @@ def session(tmp_path: Path, spec: str) -> AppTest:
     script.write_text(PAGE)
     at = AppTest.from_file(str(script), default_timeout=120)
     at.session_state["spec"] = spec
-    return at.run()
+    at.run()
+    if "pending" in [m.value for m in at.markdown]:
+        for job in list(reference_jobs().values()):
+            job.thread.join(120)
+        at.run()
+    return at
 
 
 def shown_scores(at: AppTest) -> list[float]:
