@@ -17,6 +17,16 @@ from tests.support.page_actions import (
 )
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
+#: Collects, in the page, every text a Streamlit progress bar shows (however briefly) into window.progressTexts.
+PROGRESS_WATCH = """
+window.progressTexts = [];
+new MutationObserver(() => {
+  for (const bar of document.querySelectorAll('[data-testid="stProgress"]')) {
+    const text = bar.innerText.trim();
+    if (text && window.progressTexts[window.progressTexts.length - 1] !== text) window.progressTexts.push(text);
+  }
+}).observe(document, {childList: true, subtree: true, characterData: true});
+"""
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
@@ -79,10 +89,13 @@ def test_benchmark_two_runs_compared_in_chromium(server):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.add_init_script(PROGRESS_WATCH)  # every text a progress bar shows, kept as the page runs
         page.goto(f"{server}/benchmark", timeout=120_000)
         page.get_by_label("Texts per class (a seeded sample; fewer = faster)").wait_for(timeout=120_000)
         pick_model(page, "demo-known adapter")  # a new page load starts from the default model
         run_benchmark(page, "15", "#1 demo-known")
+        shown = page.evaluate("window.progressTexts")  # the run's progress counted texts, naming the data and model
+        assert any(re.search(r"Scoring demo-wiki under demo-known: \d+ of 30 texts", t) for t in shown), shown
         row = metrics_row(page)  # 15 non-members cannot resolve 5% FPR (20 needed): its cell is blank, not "None"
         assert row["TPR@5%FPR"] == "" and 0.5 < float(row["AUROC"]) <= 1, row  # (the grid reads out raw values)
         pick_model(page, "embedded, offline")
