@@ -21,6 +21,8 @@ from mia_core.stamp import stamp_for
 
 from tests.test_limits import word_stats
 
+#: A token's hover box: its details as the text of a read-only textarea (escaped).
+TIP = re.compile(r'<textarea class="mia-tip"[^>]*>([^<]*)</textarea>')
 SPAN_COLOUR = re.compile(r'<span class="mia-tok" style="background:(rgb\([^)]*\))')
 
 
@@ -42,10 +44,12 @@ def test_heatmap_escapes_user_text_and_keeps_whitespace(llama_lm):
     s = score("min_k", stats, k=0.2)
     page = heatmap_html(stats, s.token_scores, s.selected, decode=llama_lm.tokenizer.decode)
     assert "<script" not in page and "</script" not in page and "&lt;" in page  # tokens may split the tag
-    visible = re.sub(r"<[^>]+>", "", page.split('<div class="mia-legend"')[0])
-    assert html.unescape(visible) == text  # every character shown once, newlines and spaces kept; tips are attributes
+    body = page.split('<div class="mia-legend"')[0]
+    visible = re.sub(r"<[^>]+>", "", TIP.sub("", body))
+    assert html.unescape(visible) == text  # every character shown once, newlines and spaces kept; tips aside
     assert page.split("mia-legend")[0].count("outline:2px") == int(s.selected.sum())
-    assert page.count('class="mia-tok"') == stats.n_scored == page.count('class="mia-tip" readonly')
+    assert page.count('class="mia-tok"') == stats.n_scored == page.count('<textarea class="mia-tip" readonly')
+    assert body.count("</textarea>") == stats.n_scored  # a token's text, escaped in its tip, cannot end it early
     assert "mia-legend" in page and "white-space:pre-wrap" in page
     assert " title=" not in page and ".mia-tok:hover>.mia-tip" in page  # a styled box, not the native tooltip
 
@@ -53,7 +57,7 @@ def test_heatmap_escapes_user_text_and_keeps_whitespace(llama_lm):
 def test_hover_box_holds_the_tokens_statistics():
     stats = hand_stats(["a", "b<c"], [-1.25, -2.5])
     page = heatmap_html(stats, stats.logprob, np.array([True, False]), decode=lambda i: "<top>")
-    tips = [html.unescape(t) for t in re.findall(r'value="([^"]*)"', page)]
+    tips = [html.unescape(t) for t in TIP.findall(page)]
     assert tips[1] == ("token ' b<c' · score -2.500 · log p -2.500 · μ -3.000 · σ 1.000 · rank 1 · "
                        "top-1 '<top>' (log p 0.000)")
     assert "<top>" not in page and "b<c" not in page  # escaped in the attribute too
@@ -177,7 +181,7 @@ def test_heatmap_document_is_standalone_escaped_and_stamped(llama_lm):
     assert f"sha256 {digest[:8]}" in page and "BOS auto, k 0.2" in page and "ffffffffffff" in page
     assert page.count('class="mia-tok"') == stats.n_scored and "Scale: fixed for Min-K% Prob: -6 to 0." in page
     body = page.split('<div id="heatmap-0" class="mia-heatmap">')[1].split('</div><div class="mia-legend"')[0]
-    assert html.unescape(re.sub(r"<[^>]+>", "", body)) == HOSTILE  # the whole text, once, escaped
+    assert html.unescape(re.sub(r"<[^>]+>", "", TIP.sub("", body))) == HOSTILE  # the whole text, once, escaped
 
 
 def test_a_printed_heatmap_says_what_colours_mean_instead_of_how_to_hover():

@@ -24,10 +24,11 @@ from ..palette import HIGH_RGB, LOW_RGB, MID_RGB
 LOW, MID, HIGH = LOW_RGB, MID_RGB, HIGH_RGB
 #: Hover boxes: a focused token (clicked) keeps its box; the box is a read-only field, so its text can be copied.
 TIP_CSS = (
-    "<style>.mia-tok{position:relative;cursor:pointer}"
-    ".mia-tip{display:none;position:absolute;left:0;top:100%;z-index:30;margin-top:2px;field-sizing:content;"
+    "<style>.mia-heatmap{position:relative}.mia-tok{cursor:pointer}"
+    ".mia-tip{display:none;position:absolute;left:0.5em;z-index:30;margin-top:1.55em;field-sizing:content;"
+    "max-width:calc(100% - 1em);resize:none;overflow:hidden;"
     "font:0.8rem/1.4 ui-monospace,monospace;color:#fff;background:#222;border:0;border-radius:4px;"
-    "padding:0.3em 0.5em;box-shadow:0 2px 8px rgba(0,0,0,0.35);white-space:pre}"
+    "padding:0.3em 0.5em;box-shadow:0 2px 8px rgba(0,0,0,0.35);white-space:pre-wrap}"
     ".mia-tok:hover>.mia-tip,.mia-tok:focus-within>.mia-tip{display:block}"
     ".mia-tok:focus{box-shadow:0 0 0 2px #555}</style>")
 Scale = tuple[float, float, float]
@@ -110,7 +111,7 @@ def token_spans(stats: TokenStats, token_scores: np.ndarray, selected: np.ndarra
             style += ";outline:2px solid #111;outline-offset:-1px"
         tip = html.escape(token_tooltip(stats, i, float(token_scores[i]), decode), quote=True)
         parts.append(f'<span class="mia-tok" style="{style}" tabindex="0">{html.escape(text[start:end])}'
-                     f'<input class="mia-tip" readonly size="{len(tip)}" value="{tip}"></span>')
+                     f'<textarea class="mia-tip" readonly rows="1" tabindex="-1">{tip}</textarea></span>')
         cursor = end
     if last == stats.n_scored:
         parts.append(html.escape(text[cursor:]))

@@ -51,6 +51,13 @@ def test_explore_compares_two_models_side_by_side_in_chromium(server):
             assert "fingerprint" in column.inner_text() and " ".join(text.split()[:4]) in column.inner_text()
         left, right = previous.bounding_box(), current.bounding_box()
         assert left["x"] + left["width"] <= right["x"] and abs(left["y"] - right["y"]) < 5  # two columns, level
+        tokens = current.locator("#compare-current-min_k_pp .mia-tok")  # the right-hand column's right-most token:
+        rightmost = max(range(tokens.count()), key=lambda i: tokens.nth(i).bounding_box()["x"])  # its details
+        tokens.nth(rightmost).hover()  # open inside the heatmap's box, never past the page's edge
+        tip = tokens.nth(rightmost).locator(".mia-tip")
+        tip.wait_for(state="visible", timeout=10_000)
+        box, heatmap = tip.bounding_box(), current.locator("#compare-current-min_k_pp").bounding_box()
+        assert heatmap["x"] <= box["x"] and box["x"] + box["width"] <= heatmap["x"] + heatmap["width"] + 1 <= 1400
         page.get_by_text("Side by side: the previous model and this one").evaluate(
             "e => e.scrollIntoView({block: 'start'})")  # the heading at the top, both columns below it
         page.mouse.move(5, 5)  # no token tooltip over the columns
