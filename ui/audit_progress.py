@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from mia_core.audit.jobs import AuditSettings
+from mia_core.audit.snippets import book_snippets
 from mia_core.audit.source_sizes import BYTES_PER_WORD, estimated_words
 from mia_core.audit.sources import DEMO_SETS, Source, read_books, read_calibration
 from mia_core.audit.timing import (
@@ -155,11 +156,22 @@ def cost_estimate_ui(spec: str | None, calibration: Source | None, books: Source
             wait_for_speed(spec, n)
             return
     speed = model_speeds()[spec]
-    seconds = audit_seconds(n, settings.snippet_words, speed, lm.max_length)
-    tokens = snippet_tokens(settings.snippet_words, speed, lm.max_length)
     sized = [s for s in (calibration, books) if not (isinstance(s, str) and s in DEMO_SETS)]
+    cached = 0 if sized else lm.cached_count(demo_snippet_texts(settings.snippet_words, settings.max_snippets_per_book),
+                                             settings.bos, "truncate")  # read, not computed
+    seconds = audit_seconds(n - cached, settings.snippet_words, speed, lm.max_length)
+    tokens = snippet_tokens(settings.snippet_words, speed, lm.max_length)
     basis = (f" Uploaded books' words are estimated from their sizes (≈ {BYTES_PER_WORD:g} bytes a word; PDF and EPUB "
              "counted); the run counts them exactly.") if sized else ""
-    st.caption(f"Estimate: {'about ' if sized else ''}{n:,} snippets × about {tokens:,} tokens × "
-               f"{speed.seconds_per_token * 1000:.3g} ms per token ({spec} on this machine, measured once) ≈ "
-               f"{about(seconds)} of scoring.{basis}")
+    todo = f"{n - cached:,} of {n:,} snippets to score ({cached:,} already in this server's statistics cache)" \
+        if cached else f"{'about ' if sized else ''}{n:,} snippets"
+    st.caption(f"Estimate: {todo} × about {tokens:,} tokens × {speed.seconds_per_token * 1000:.3g} ms per token "
+               f"({spec} on this machine, measured once) ≈ {about(seconds)} of scoring.{basis}")
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def demo_snippet_texts(words: int, max_per_book: int | None) -> tuple[str, ...]:
+    """The texts of every snippet an audit of the demo plays scores (calibration and audited, as the run cuts them):
+    what the estimate looks up in the statistics cache."""
+    plays = read_calibration("demo-books")[0] + read_books("demo-books")[0]
+    return tuple(snippet.text for snippet in book_snippets(plays, words, max_per_book)[0])

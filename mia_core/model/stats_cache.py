@@ -98,6 +98,10 @@ class StatsCache:
     def _path(self, key: str) -> str:
         return os.path.join(self._root, key[:2], key + SUFFIX)
 
+    def has(self, key: str) -> bool:
+        """Whether an entry is stored under `key` (a look at the file only: an estimate's count, not a read)."""
+        return os.path.exists(self._path(key))
+
     def get(self, key: str, text: str) -> TokenStats | None:
         """The cached statistics, or None (a missing or unreadable entry is a miss); a hit marks the entry as used."""
         found = self.get_arrays(key)

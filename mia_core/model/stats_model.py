@@ -89,6 +89,19 @@ class StatsModel:
         runs pays (a subclass says where)."""
         return [(0, len(texts))]
 
+    def _cache_model_key(self, bos: str, long_text: str) -> str:
+        """What a text's cache entry is keyed by besides its text: model, dtype, BOS policy and token, long-text
+        policy and context."""
+        boundary = self._boundary if bos == "auto" else None  # tokenizer configs can change it
+        return f"{self.fingerprint}|{self.dtype}|bos={bos}:{boundary}|{long_text}|ctx={self.max_length}"
+
+    def cached_count(self, texts: Sequence[str], bos: str = "auto", long_text: str = "sliding") -> int:
+        """How many of `texts` have statistics in the cache under this model and policy (what a run will read, not
+        compute): for estimates before a run."""
+        StatsPolicy(bos, long_text)
+        model_key = self._cache_model_key(bos, long_text)
+        return sum(self.stats_cache.has(self.stats_cache.key(model_key, str(t))) for t in texts)
+
     def token_stats(
         self,
         texts: Sequence[str],
@@ -132,8 +145,7 @@ class StatsModel:
         """
         StatsPolicy(bos, long_text)  # validates both, naming the closest valid value
         texts = [str(t) for t in texts]
-        boundary = self._boundary if bos == "auto" else None  # tokenizer configs can change it
-        model_key = f"{self.fingerprint}|{self.dtype}|bos={bos}:{boundary}|{long_text}|ctx={self.max_length}"
+        model_key = self._cache_model_key(bos, long_text)
         keys = [self.stats_cache.key(model_key, t) for t in texts] if cache else []
         out: list[TokenStats | None] = [self.stats_cache.get(k, t) for k, t in zip(keys, texts)] if cache else [None] * len(texts)
         todo = [i for i, s in enumerate(out) if s is None]

@@ -16,11 +16,11 @@ from mia_core.audit.sources import Book
 from mia_core.audit.timing import ModelSpeed
 from mia_core.model.options import ModelRef
 from mia_core.runs.store import ResultsStore
-from ui.audit_progress import first_batch
+from ui.audit_progress import demo_snippet_texts, first_batch
 import ui.model_speeds as model_speeds_module
 from ui.model_speeds import measurements, model_speeds
 from ui.jobs import job_threads, start_job, start_scoring
-from ui.models import LOADED
+from ui.models import LOADED, cached_model
 
 from tests.support.tiny import random_texts
 
@@ -196,3 +196,25 @@ def test_a_slow_measurement_never_holds_the_page(tmp_path, tiny_model_dir, monke
         release.set()
         model_speeds().pop(spec, None)
         measurements().pop(spec, None)
+
+
+def test_the_estimate_counts_snippets_already_in_the_statistics_cache(tmp_path, tiny_model_dir):
+    """Snippets whose statistics are cached are read, not computed: the estimate leaves them out and says so."""
+    spec = str(tiny_model_dir)
+    model_speeds()[spec] = ModelSpeed(seconds_per_token=0.005, tokens_per_word=1.25)  # a stubbed measurement
+    try:
+        texts = demo_snippet_texts(512, None)
+        assert len(texts) == 60  # the demo plays' 512-word snippets, calibration and audited
+        lm = cached_model(spec)  # the page's own model object, its cache
+        fresh = [t for t in texts if lm.cached_count([t], "auto", "truncate") == 0]
+        lm.token_stats(fresh[:12], "auto", long_text="truncate")  # as an audit scores them: 12 more now cached
+        cached = lm.cached_count(texts, "auto", "truncate")
+        assert cached >= 12
+        at = estimate_page(tmp_path, spec, loaded=True)
+        assert not at.exception, at.exception
+        # (60 − cached) snippets × 640 tokens × 0.005 s
+        assert at.caption[0].value.startswith(
+            f"Estimate: {60 - cached} of 60 snippets to score ({cached} already in this server's statistics cache) "
+            "× about 640 tokens × 5 ms per token"), at.caption[0].value
+    finally:
+        model_speeds().pop(spec, None)
