@@ -14,6 +14,7 @@ from mia_core.inputs.limits import MAX_ZIP_ENTRIES
 from mia_core.inputs.tables import InputError
 from mia_core.limits import MAX_UPLOAD_FILES, MAX_UPLOAD_SET_BYTES, is_run_id
 from mia_core.model.options import ModelRef
+from mia_core.runs.store import StoreUnreadable
 from ui.audit_extraction import extraction_ui
 from ui.audit_progress import cost_estimate_ui, first_batch, progress_ui, results_store, runs_ui
 from ui.audit_results import results_ui
@@ -106,41 +107,48 @@ def start(spec: str, calibration, books, settings: AuditSettings, extraction: Ex
     st.session_state["audit_run_id"] = run_id
 
 
-st.title("Book audit")
-st.caption("Was this book in the model's training data? Each book is cut into snippets; a threshold is calibrated on "
-           "books of known membership; each book gets a contamination rate, a prevalence estimate with an interval and "
-           "a test, corrected for many books. Runs are stored as they go and resume where they stopped.")
-spec = st.session_state.get("model_spec")
-workdir = session_folder("audit_workdir", "mia-audit-")  # once per session, removed with it
-calibration, books = sources_ui(workdir)
-settings = settings_ui(spec)
-try:
-    results_store()
-except ValueError:  # a damaged or foreign $MIA_LENS_STORE: say so instead of a traceback (no server path shown)
+def store_unreadable() -> None:
+    """Say that the store cannot be read, instead of a traceback (no server path shown), and end the page."""
     st.error("The results store cannot be read: it is not a DuckDB file of MIA Lens runs, or it is damaged. "
              "Point $MIA_LENS_STORE at another file (or move this one away) and restart the dashboard.")
     st.stop()
-cost_estimate_ui(spec, calibration, books, settings)  # one line: snippets × tokens × this model's seconds per token
-extraction, held = extraction_ui(spec, calibration, books, settings.bos)  # its cost, against the server's bound
-if spec is None:
-    st.warning("Load a model in the sidebar first.")
-elif st.button("Run audit", type="primary", disabled=calibration is None or books is None or held is not None,
-               key="audit_run", help=f"Held back: {held}." if held else None):
-    start(spec, calibration, books, settings, extraction)
-runs_ui()
-if "run" in st.query_params and "audit_run_id" not in st.session_state:  # a shared or reloaded link: ?run=<id>
-    if is_run_id(st.query_params["run"]):
-        st.session_state["audit_run_id"] = st.query_params["run"]
-    else:  # shown as code, never as Markdown or HTML
-        st.error("The link's run is not a run id (a letter or digit, then letters, digits, '.', '_' or '-'; at most "
-                 "64). It was:")
-        st.code(st.query_params["run"][:200], language=None)
-run_id = st.session_state.get("audit_run_id")
-if run_id and run_id not in set(results_store().runs(kind="book-audit")["run_id"]):
-    st.error("No book-audit run with this id in the results store:")  # no server path
-    st.code(run_id, language=None)
-    run_id = None
-if run_id:
+
+
+def page(spec: str | None, calibration, books, settings: AuditSettings) -> None:
+    """Everything of the page that reads the results store: its cost, the Run button, the runs, the chosen run."""
+    results_store()  # a foreign or damaged file is refused when opened
+    cost_estimate_ui(spec, calibration, books, settings)  # one line: snippets × tokens × this model's seconds per token
+    extraction, held = extraction_ui(spec, calibration, books, settings.bos)  # its cost, against the server's bound
+    if spec is None:
+        st.warning("Load a model in the sidebar first.")
+    elif st.button("Run audit", type="primary", disabled=calibration is None or books is None or held is not None,
+                   key="audit_run", help=f"Held back: {held}." if held else None):
+        start(spec, calibration, books, settings, extraction)
+    runs_ui()
+    run_id = chosen_run()
+    if run_id:
+        run_ui(run_id, settings)
+
+
+def chosen_run() -> str | None:
+    """The run this session shows: chosen in the runs table, or named by the page's link (`?run=`), if stored."""
+    if "run" in st.query_params and "audit_run_id" not in st.session_state:  # a shared or reloaded link: ?run=<id>
+        if is_run_id(st.query_params["run"]):
+            st.session_state["audit_run_id"] = st.query_params["run"]
+        else:  # shown as code, never as Markdown or HTML
+            st.error("The link's run is not a run id (a letter or digit, then letters, digits, '.', '_' or '-'; at "
+                     "most 64). It was:")
+            st.code(st.query_params["run"][:200], language=None)
+    run_id = st.session_state.get("audit_run_id")
+    if run_id and run_id not in set(results_store().runs(kind="book-audit")["run_id"]):
+        st.error("No book-audit run with this id in the results store:")  # no server path
+        st.code(run_id, language=None)
+        run_id = None
+    return run_id
+
+
+def run_ui(run_id: str, settings: AuditSettings) -> None:
+    """A stored run: its progress while it is scored (resumable here), its results once it is."""
     st.query_params["run"] = run_id
     scored, planned = results_store().progress(run_id)
     if planned == 0:  # only a store written before plans were one transaction can hold such a run
@@ -154,3 +162,17 @@ if run_id:
             st.rerun()
     else:
         results_ui(run_id, settings)
+
+
+st.title("Book audit")
+st.caption("Was this book in the model's training data? Each book is cut into snippets; a threshold is calibrated on "
+           "books of known membership; each book gets a contamination rate, a prevalence estimate with an interval and "
+           "a test, corrected for many books. Runs are stored as they go and resume where they stopped.")
+spec = st.session_state.get("model_spec")
+workdir = session_folder("audit_workdir", "mia-audit-")  # once per session, removed with it
+calibration, books = sources_ui(workdir)
+settings = settings_ui(spec)
+try:
+    page(spec, calibration, books, settings)
+except StoreUnreadable:  # a foreign or damaged $MIA_LENS_STORE, found when opened or (an index) when first read
+    store_unreadable()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import difflib
 import html
 import re
+import tempfile
 from typing import Iterable
 
 #: Characters that reorder, hide or break text where it is shown, but tab and newline: C0 controls, DEL, C1
@@ -32,6 +33,16 @@ def shown_name(name: str) -> str:
     """`name` with every bidi control, control character and line break written as its escape (`\\u202e`): a book named
     `\\u202eevil.txt` would read backwards wherever it is shown or written (tables, reports, CSV cells, file names)."""
     return _HIDDEN.sub(escaped, name)
+
+
+#: A dashboard session's upload folder (`ui.jobs.session_folder`: `mia-…` under the temporary folder) in a message.
+_UPLOAD_FOLDER = re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/mia-[^/\s'\"]+/")
+
+
+def shown_message(text: str) -> str:
+    """A problem's message as stored and shown: a dashboard's upload folder cut from its paths (`books/a.csv`, not
+    `/tmp/mia-audit-x1/books/a.csv`), hidden characters escaped (`shown_name`); a CLI user's own paths kept."""
+    return shown_name(_UPLOAD_FOLDER.sub("", str(text)))
 
 
 def escaped(match: re.Match) -> str:

@@ -18,6 +18,7 @@ from typing import Iterable
 import pandas as pd
 
 from ..model.identity import text_sha256
+from ..names import shown_message, shown_name
 from ..model.language_model import LanguageModel
 from ..model.options import ModelRef
 from ..runs.backends import check_backend
@@ -64,8 +65,14 @@ def plan_audit(store: ResultsStore, model: ModelRef, books: Iterable[Book | Prob
                 raise PlanMismatch(plan_difference(run_id, stored, plan))
         store.plan_run(RunRecord(run_id, KIND, model.spec, lm.fingerprint, settings.method, settings.params,
                                  settings.seed, code_version(), backend, asdict(settings)), plan, stage.frames(),
-                       list(problems) + read + short)
+                       stored_problems(list(problems) + read + short))
     return run_id
+
+
+def stored_problems(rows: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """(book, role, message) rows as the store keeps them, for every reader (page, report, CSV, PDF, CLI): hidden
+    characters escaped, a dashboard's upload folder cut from paths (`names.shown_message`)."""
+    return [(shown_name(str(book)), role, shown_message(message)) for book, role, message in rows]
 
 
 def _stage_books(stage: SnippetStage, sources: dict[str, Iterable[Book | Problem]],

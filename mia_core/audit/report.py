@@ -15,7 +15,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from ..csv_safe import to_csv_safe
-from ..names import html_text
+from ..names import html_text, shown_name
 from ..methods import get_method
 from ..model.language_model import LanguageModel
 from ..runs.atomic import atomic_outputs
@@ -240,7 +240,8 @@ def _extraction_section(result: AuditResult, printed: bool) -> str:
 def _problems_section(result: AuditResult) -> str:
     if result.problems.empty:
         return ""
-    return ("<h2>Books not audited</h2>" + result.problems.to_html(index=False, escape=True, border=0))
+    problems = result.problems.astype(str).map(shown_name)  # also a store written before messages were escaped
+    return "<h2>Books not audited</h2>" + problems.to_html(index=False, escape=True, border=0)
 
 
 def _limits_section(result: AuditResult) -> str:

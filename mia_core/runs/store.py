@@ -26,12 +26,13 @@ from . import claims
 from .run_status import (
     HOST, STALE_HEARTBEAT_S, PlanMismatch, RunProgress, live_messages, pid_alive, plan_difference, shown_status,
 )
-from .store_db import (LOCK_WAIT_S, MEMORY_LIMIT, READ_MEMORY_LIMIT, SCHEMA, check_schema, connect, fetch_frame, now,
-                       to_json, transaction)
+from .store_db import (LOCK_WAIT_S, MEMORY_LIMIT, READ_MEMORY_LIMIT, SCHEMA, StoreUnreadable, check_blocks,
+                       check_schema, connect, fetch_frame, now, to_json, transaction)
 from .store_db import insert_missing as _insert_missing  # a module global: a test kills the process inside it
 
 __all__ = ["HOST", "LOCK_WAIT_S", "MEMORY_LIMIT", "POINT_LOOKUPS", "SCORE_COLUMNS", "SNIPPET_COLUMNS",
-           "STALE_HEARTBEAT_S", "PlanMismatch", "ResultsStore", "RunProgress", "RunRecord", "default_store_path",
+           "STALE_HEARTBEAT_S", "PlanMismatch", "ResultsStore", "RunProgress", "RunRecord", "StoreUnreadable",
+           "default_store_path",
            "pid_alive", "plan_difference"]
 
 SNIPPET_COLUMNS = ["snippet_id", "book", "role", "label", "position", "n_words", "text"]
@@ -99,13 +100,18 @@ class RunRecord:
 
 
 class ResultsStore:
-    """A DuckDB results file; every method opens, does one thing, commits and closes."""
+    """A DuckDB results file; every method opens, does one thing, commits and closes.
+
+    Opening it reads the whole file once: a file that is not a store, or a damaged one (truncated, a block
+    overwritten), is a `StoreUnreadable` here, left as it was, not an error on a later page or write.
+    """
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_store_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as con:
             check_schema(con, self.path)
+            check_blocks(con, self.path)
             con.execute(SCHEMA + claims.SCHEMA)
 
     def _connect(self) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]:

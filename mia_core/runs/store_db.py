@@ -2,7 +2,7 @@
 
 Connections are opened per operation, so a dashboard can read a store while a CLI job (another
 process) writes to it; a locked file is retried briefly, and a file that is not a DuckDB database
-(or a damaged one) is a ValueError naming it. `runs.store.ResultsStore` is built on these.
+(or a damaged one) is a `StoreUnreadable` (a ValueError) naming it. `runs.store.ResultsStore` is built on these.
 """
 from __future__ import annotations
 
@@ -121,9 +121,26 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         raise unreadable(path, ValueError(f"its tables are not a store's: {'; '.join(found)}"))
 
 
-def unreadable(path: Path, err: Exception) -> ValueError:
+def check_blocks(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Read every stored value of every table once, so a damaged block is found when the store is opened, before
+    anything is written to it, not later on some page: DuckDB checks a block's checksum only when it reads it.
+    About 1 s per 0.4 GB of store file (a 2-core machine); run after `check_schema` (the tables are a store's)."""
+    tables = [row[0] for row in con.execute("SELECT table_name FROM information_schema.tables "
+                                            "WHERE table_schema = 'main' AND table_type = 'BASE TABLE'").fetchall()]
+    try:
+        for table in tables:
+            con.execute(f'SELECT count(*), sum(hash(COLUMNS(*))) FROM "{table}"').fetchall()
+    except duckdb.Error as err:
+        raise unreadable(path, err) from err
+
+
+class StoreUnreadable(ValueError):
+    """A store file that cannot be used: not a DuckDB file, another program's database, or a damaged one."""
+
+
+def unreadable(path: Path, err: Exception) -> StoreUnreadable:
     """The error of a store file DuckDB cannot open or read."""
-    return ValueError(f"{path} is not a readable MIA Lens results store (a DuckDB file): {err}. Point --store (or "
+    return StoreUnreadable(f"{path} is not a readable MIA Lens results store (a DuckDB file): {err}. Point --store (or "
                       "$MIA_LENS_STORE) at another file, or move this one away")
 
 

@@ -25,6 +25,7 @@ from mia_core.model.options import ModelRef
 from mia_core.palette import LABEL_COLOURS, MEMBER, NEUTRAL, NONMEMBER
 from mia_core.runs.store import ResultsStore
 
+from tests.runs.test_store_hardening import damaged_copies
 from tests.support.app import APP
 from ui.markdown import md
 
@@ -285,3 +286,17 @@ def test_another_programs_database_as_the_store_is_the_store_message_not_an_erro
     assert not at.exception
     assert any("The results store cannot be read" in e.value for e in at.error)
     assert all(str(tmp_path) not in e.value for e in at.error)  # no server path
+
+
+def test_a_damaged_store_is_the_store_message_not_an_error_and_is_left_as_it_was(tmp_path, monkeypatch, tiny_app):
+    """A truncated store, or one with a block overwritten, opened and then failed on the runs table: Streamlit's
+    generic error box."""
+    for kind, path in damaged_copies(tmp_path).items():
+        before = path.read_bytes()
+        monkeypatch.setenv("MIA_LENS_STORE", str(path))
+        at = tiny_app("app_pages/audit.py")
+        assert not at.exception, kind
+        shown = [e.value for e in at.error]
+        assert len(shown) == 1 and "The results store cannot be read" in shown[0], (kind, shown)
+        assert str(tmp_path) not in shown[0]  # no server path
+        assert path.read_bytes() == before, kind

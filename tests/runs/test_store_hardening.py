@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import Book
 from mia_core.model.options import ModelRef
-from mia_core.runs.store import ResultsStore
+from mia_core.runs.store import ResultsStore, StoreUnreadable
 
 from tests.support.books import words
 from tests.support.cli_runner import run_cli
@@ -89,6 +90,53 @@ def test_a_corrupt_store_through_the_cli_is_one_error_line_and_exit_2(bad_stores
     assert code == 2, err
     assert err.strip().splitlines()[-1].startswith("error: ") and "not a readable MIA Lens results store" in err
     assert "Traceback" not in err
+
+
+def damaged_copies(folder: Path) -> dict[str, Path]:
+    """Copies of a real store with three planned runs: cut in half, and with a block of snippet texts in the middle
+    overwritten by random bytes (DuckDB found either only when a page read the runs: after opening, a traceback).
+    A damaged block of an index is still found only when the index is first read (the page says so then too)."""
+    store = ResultsStore(folder / "good.duckdb")
+    books, calibration = library()
+    for seed in range(3):
+        plan_audit(store, ModelRef("tiny"), books, calibration, AuditSettings(snippet_words=W, seed=seed),
+                   lm=SimpleNamespace(fingerprint=f"fp{seed}"))
+    con = duckdb.connect(str(store.path), read_only=True)
+    blocks = sorted({b for (b,) in con.execute("SELECT block_id FROM pragma_storage_info('snippets') "
+                                               "WHERE column_name = 'text' AND block_id >= 0").fetchall()})
+    size = con.execute("SELECT block_size FROM pragma_database_size()").fetchone()[0]
+    con.close()
+    data, start = store.path.read_bytes(), 3 * 4096 + blocks[len(blocks) // 2] * size  # a 12 KB header, then blocks
+    paths = {"truncated": folder / "truncated.duckdb", "overwritten": folder / "overwritten.duckdb"}
+    paths["truncated"].write_bytes(data[:len(data) // 2])
+    paths["overwritten"].write_bytes(data[:start] + random.Random(0).randbytes(size) + data[start + size:])
+    return paths
+
+
+def test_a_damaged_store_with_runs_is_refused_when_opened_and_left_as_it_was(tmp_path):
+    """A truncated store, or one with a block overwritten, used to open and fail later on the page (a traceback)."""
+    for kind, path in damaged_copies(tmp_path).items():
+        before = path.read_bytes()
+        with pytest.raises(StoreUnreadable, match="not a readable MIA Lens results store"):
+            ResultsStore(path)
+        assert path.read_bytes() == before, kind
+
+
+def test_a_damaged_store_with_runs_through_the_cli_is_one_error_line_and_exit_2(tmp_path):
+    books, calibration = library()
+    pd.DataFrame({"book": [b.name for b in calibration], "text": [b.text for b in calibration],
+                  "label": [b.label for b in calibration]}).to_csv(tmp_path / "cal.csv", index=False)
+    pd.DataFrame({"book": [b.name for b in books], "text": [b.text for b in books]}).to_csv(tmp_path / "books.csv",
+                                                                                          index=False)
+    for kind, path in damaged_copies(tmp_path).items():
+        before = path.read_bytes()
+        code, _, err = run_cli("audit-books", "--model", tmp_path / "no-model-needed", "--calibration",
+                               tmp_path / "cal.csv", "--books", tmp_path / "books.csv", "--snippet-words", W,
+                               "--output-dir", tmp_path / "out", "--store", path)
+        assert code == 2, (kind, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and "not a readable MIA Lens results store" in err
+        assert path.read_bytes() == before, kind
 
 
 # runs left "running" by a process that is gone ---------------------------------------------------
