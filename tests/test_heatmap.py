@@ -21,7 +21,7 @@ from mia_core.stamp import stamp_for
 
 from tests.test_limits import word_stats
 
-#: A token's hover box: its details as the text of a read-only textarea (escaped).
+#: A token's hover box and its text (the details, escaped).
 TIP = re.compile(r'<textarea class="mia-tip"[^>]*>([^<]*)</textarea>')
 SPAN_COLOUR = re.compile(r'<span class="mia-tok" style="background:(rgb\([^)]*\))')
 

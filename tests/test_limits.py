@@ -29,10 +29,14 @@ def word_stats(n: int, seed: int = 0) -> TokenStats:
                       entropy=np.ones(n), rank=np.ones(n, int))
 
 
+#: A token's hover box: its details as the text of a read-only textarea (escaped), shown only on hover.
+TIP = re.compile(r'<textarea class="mia-tip"[^>]*>[^<]*</textarea>')
+
+
 def visible(page: str) -> str:
-    """The text a heatmap shows: its body without tags, entities decoded."""
+    """The text a heatmap shows: its body without tags and hover boxes, entities decoded."""
     body = page.split('<div class="mia-heatmap-page"')[0].split('<div class="mia-legend"')[0]
-    return html.unescape(re.sub(r"<[^>]+>", "", body))
+    return html.unescape(re.sub(r"<[^>]+>", "", TIP.sub("", body)))
 
 
 def test_request_chars_are_bounded_over_all_texts():

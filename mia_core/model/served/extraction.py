@@ -19,7 +19,7 @@ import numpy as np
 
 from .http import Client, ServedError
 from .pool import answers
-from .shapes import first_choice, token_id, vllm_request
+from .shapes import first_choice, vllm_request, vllm_row
 
 LN10 = math.log(10.0)
 
@@ -34,22 +34,24 @@ def suffix_logq(answer: Any, ids: Sequence[int], first: int, suffix: int, top_k:
     if not isinstance(rows, list) or len(rows) < first + 1 + suffix:
         raise ServedError("the server returned no prompt log-probs for the window (prompt_logprobs): extraction over "
                           "a served model needs vLLM with --max-logprobs at least the top-k")
+    if len(rows) != len(ids):
+        raise ServedError(f"the server returned {len(rows)} rows of prompt log-probs for a window of {len(ids)} "
+                          "tokens: one a token, no more")
     logq, rank = np.empty(suffix, np.float64), np.empty(suffix, np.int64)
     for row, j in enumerate(range(first + 1, first + 1 + suffix)):
-        entries = rows[j] if isinstance(rows[j], dict) else {}
-        by_id = {token_id(key): value for key, value in entries.items()}
-        true = by_id.get(int(ids[j]))
-        if true is None or true.get("rank") is None:
+        names, logprobs, ranks = vllm_row(rows[j], j)
+        at = names.index(int(ids[j])) if int(ids[j]) in names else None
+        if at is None or ranks[at] < 1:
             raise ServedError(f"the server's prompt log-probs at position {j} lack the window's own token {ids[j]} or "
                               "its rank")
-        top = np.array([v["logprob"] for v in by_id.values() if v.get("rank") is not None and v["rank"] <= top_k],
-                       np.float64) / temperature
-        rank[row] = int(true["rank"])
+        given = np.asarray(ranks)
+        top = logprobs[(given >= 1) & (given <= top_k)] / temperature
+        rank[row] = ranks[at]
         if rank[row] > top_k:
             logq[row] = -math.inf
             continue
         peak = top.max()
-        logq[row] = true["logprob"] / temperature - (peak + math.log(np.exp(top - peak).sum()))
+        logq[row] = logprobs[at] / temperature - (peak + math.log(np.exp(top - peak).sum()))
     return logq, rank
 
 

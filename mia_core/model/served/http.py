@@ -1,13 +1,22 @@
-"""JSON over HTTP to a model server: timeouts, retries with backoff on overload and server errors, and every failure
-as one sentence that says what happened and what to do (never a traceback)."""
+"""JSON over HTTP to a model server: a deadline per request, a bound on an answer's size, retries with backoff on
+overload and server errors, and every failure as one sentence that says what happened and what to do (never a
+traceback).
+
+`timeout=` of the spec is a deadline for each request's whole answer, not for each socket read: a server that sends
+one byte at a time is cut off when the deadline passes (the body is read as it arrives, and each read waits at most
+until the deadline). Only the status line and headers are read by `requests` under a per-read timeout; the body,
+where an answer's megabytes are, is read here. The body is also counted as it arrives and dropped at
+`MAX_ANSWER_BYTES` (before reading any of it when its Content-Length says more)."""
 from __future__ import annotations
 
 import json
 import os
 import threading
+import time
 from typing import Any
 
 import requests
+from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from ..errors import ModelLoadError
 from .spec import ServedSpec
@@ -19,6 +28,8 @@ BACKOFF_S = 0.5
 BACKOFF_CAP_S = 30.0
 #: Largest answer read (bytes): a full-vocabulary answer is ~4 MB per position (docs/security.md, "Bounds").
 MAX_ANSWER_BYTES = 2 << 30
+#: Most bytes taken from the socket at once while an answer's body streams in (each read returns what has arrived).
+CHUNK_BYTES = 1 << 20
 
 
 class ServedError(ModelLoadError):
@@ -79,33 +90,55 @@ class Client:
                 raise ServedError("cancelled")
             wait = None
             try:
-                answer = self._session().request(method, url, json=body, headers=self._headers(),
+                deadline = time.monotonic() + self.spec.timeout
+                answer = self._session().request(method, url, json=body, headers=self._headers(), stream=True,
                                                  timeout=(min(10.0, self.spec.timeout), self.spec.timeout))
-            except requests.ConnectionError:
-                if attempt >= self.spec.retries:
-                    raise ServedError(f"no server answers at {self.spec.base_url} (connection refused or reset, "
-                                      f"{attempt + 1} tries): is it running, and is the URL right?") from None
-                wait = BACKOFF_S * 2**attempt
-            except requests.Timeout:
+                if answer.status_code in RETRY_STATUS and attempt < self.spec.retries:
+                    answer.close()
+                    wait = _retry_after(answer) or BACKOFF_S * 2**attempt
+                else:
+                    return self._read(answer, self._body(answer, path, deadline), path, text)
+            except (requests.Timeout, ReadTimeoutError):
                 if attempt >= self.spec.retries:
                     raise ServedError(f"the server at {self.spec.base_url} did not answer {path} within "
                                       f"{self.spec.timeout:g} s ({attempt + 1} tries): raise timeout= in the spec, or "
                                       "send shorter texts") from None
                 wait = BACKOFF_S * 2**attempt
-            else:
-                if answer.status_code in RETRY_STATUS and attempt < self.spec.retries:
-                    wait = _retry_after(answer) or BACKOFF_S * 2**attempt
-                else:
-                    return self._read(answer, path, text)
+            except (requests.ConnectionError, HTTPError):  # urllib3's HTTPError: a body broken off as it streams
+                if attempt >= self.spec.retries:
+                    raise ServedError(f"no server answers at {self.spec.base_url} (connection refused or reset, "
+                                      f"{attempt + 1} tries): is it running, and is the URL right?") from None
+                wait = BACKOFF_S * 2**attempt
             attempt += 1
             if self.cancelled.wait(min(wait, BACKOFF_CAP_S)):
                 raise ServedError("cancelled")
 
-    def _read(self, answer: requests.Response, path: str, text: bool = False) -> Any:
-        """The JSON of an answer (its text if `text`), or the error it carries as one sentence."""
+    def _body(self, answer: requests.Response, path: str, deadline: float) -> bytes:
+        """An answer's body, read as it arrives: refused above `MAX_ANSWER_BYTES` (at once when its Content-Length
+        says so), a `requests.Timeout` once the monotonic `deadline` passes; the connection is dropped on either."""
+        try:
+            declared = answer.headers.get("Content-Length", "")
+            if declared.strip().isdigit() and int(declared) > MAX_ANSWER_BYTES:
+                raise self._too_large(path)
+            parts, size = [], 0
+            while chunk := _read_some(answer, deadline, self.spec.timeout):
+                size += len(chunk)
+                if size > MAX_ANSWER_BYTES:
+                    raise self._too_large(path)
+                parts.append(chunk)
+            return b"".join(parts)
+        except BaseException:
+            answer.close()  # an answer not read to its end cannot go back to the connection pool
+            raise
+
+    def _too_large(self, path: str) -> ServedError:
+        return ServedError(f"the server at {self.spec.base_url} answered {path} with more than "
+                           f"{MAX_ANSWER_BYTES / 2**20:g} MB (MAX_ANSWER_BYTES): ask for fewer log-probs (logprobs=top) or "
+                           "shorter texts")
+
+    def _read(self, answer: requests.Response, content: bytes, path: str, text: bool = False) -> Any:
+        """The JSON of an answer's `content` (its text if `text`), or the error it carries as one sentence."""
         where = f"the server at {self.spec.base_url}"
-        if int(answer.headers.get("Content-Length") or 0) > MAX_ANSWER_BYTES:
-            raise ServedError(f"{where} answered {path} with more than {MAX_ANSWER_BYTES >> 20} MB")
         if answer.status_code in (401, 403):
             how = (f"check the key in {self.spec.key_env}" if self.spec.key_env
                    else "name the environment variable that holds the key with key_env=NAME in the spec")
@@ -113,16 +146,28 @@ class Client:
         if text:
             if answer.status_code >= 400:
                 raise ServedError(f"{where} refused {path} (HTTP {answer.status_code})")
-            return answer.text
+            return content.decode(answer.encoding or "utf-8", errors="replace")
         try:
-            data = answer.json()
-        except (json.JSONDecodeError, requests.exceptions.JSONDecodeError, ValueError):
-            snippet = " ".join(answer.text[:80].split())
+            data = json.loads(content)
+        except (ValueError, RecursionError):  # JSONDecodeError and undecodable bytes are ValueErrors
+            snippet = " ".join(content[:80].decode("utf-8", errors="replace").split())
             raise ServedError(f"{where} answered {path} with something that is not JSON (HTTP {answer.status_code}: "
                               f"{snippet!r}): is the URL an OpenAI-compatible API (usually ending in /v1)?") from None
         if answer.status_code >= 400:
             raise ServedError(f"{where} refused {path} (HTTP {answer.status_code}): {error_message(data)}")
         return data
+
+
+def _read_some(answer: requests.Response, deadline: float, read_timeout: float) -> bytes:
+    """What has arrived of an answer's body (b"" at its end), waiting at most until `deadline` (then a
+    `requests.Timeout`)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise requests.Timeout("the request's deadline passed")
+    sock = getattr(getattr(answer.raw, "connection", None), "sock", None)
+    if sock is not None:  # this read waits no longer than the deadline (urllib3 sets it again for the next request)
+        sock.settimeout(min(left, read_timeout))
+    return answer.raw.read1(CHUNK_BYTES, decode_content=True)  # requests leaves gzip to whoever reads the raw body
 
 
 def error_message(data: Any) -> str:
