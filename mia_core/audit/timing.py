@@ -126,5 +126,5 @@ def progress_line(progress: RunProgress, now: datetime | None = None) -> str:
     if progress.scored < progress.planned:
         since = max(0.0, (until - progress.last_batch_at).total_seconds())
         left = spent / new * (progress.planned - progress.scored) - since
-        line += f" · about {clock_text(left)} left" if left >= 1 else f" · {OVERDUE}"
+        line += f" · about {clock_text(max(left, 1.0))} left" if left > 0 else f" · {OVERDUE}"  # never "0:00 left"
     return line + resumed

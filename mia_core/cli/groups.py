@@ -33,7 +33,7 @@ MaxMemoryOpt = typer.Option(None, "--max-memory", help="shard the model across d
 PickleOpt = typer.Option(False, "--allow-pickle", help="allow pickle (.bin) weights: only for trusted sources")
 RemoteCodeOpt = typer.Option(False, "--trust-remote-code", help="run the model repository's own code")
 BackendOpt = typer.Option("local", "--backend", help="local (this process) or ray (model actors on a Ray cluster; "
-                          "the scale extra: pip install \"mia-lens\[scale]\")")
+                          "the scale extra: pip install \"mia-lens\\[scale]\")")
 RayAddressOpt = typer.Option(None, "--ray-address", help="Ray cluster to use with --backend ray (default: $RAY_ADDRESS, "
                              "else a new local instance on this machine)")
 RayActorsOpt = typer.Option(None, "--ray-actors", help="model actors with --backend ray (default: one per GPU, "

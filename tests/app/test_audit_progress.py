@@ -15,6 +15,7 @@ from mia_core.audit.jobs import AuditSettings, plan_audit
 from mia_core.audit.sources import Book
 from mia_core.audit.timing import ModelSpeed
 from mia_core.model.options import ModelRef
+from mia_core.model.stats_cache import StatsCache
 from mia_core.runs.store import ResultsStore
 from ui.audit_progress import demo_snippet_texts, first_batch
 import ui.model_speeds as model_speeds_module
@@ -120,6 +121,16 @@ def test_a_page_job_starts_with_a_batch_sized_from_the_measured_speed(store_path
         job_threads().pop(run_id, None)
 
 
+@pytest.fixture
+def own_cache(tmp_path, tiny_model_dir):
+    """The page's tiny model (the one object `cached_model` shares) with a statistics cache of this test's own, so what
+    other tests (or earlier runs) cached never changes an estimate here; the model's own cache is put back after."""
+    lm = cached_model(str(tiny_model_dir))
+    shared, lm.stats_cache = lm.stats_cache, StatsCache(tmp_path / "stats")
+    yield lm
+    lm.stats_cache = shared
+
+
 def estimate_page(tmp_path: Path, spec: str, loaded: bool) -> AppTest:
     script = tmp_path / "estimate.py"
     script.write_text(ESTIMATE_PAGE)
@@ -130,7 +141,7 @@ def estimate_page(tmp_path: Path, spec: str, loaded: bool) -> AppTest:
     return at.run()
 
 
-def test_cost_estimate_is_snippets_times_tokens_times_seconds_per_token(tmp_path, tiny_model_dir):
+def test_cost_estimate_is_snippets_times_tokens_times_seconds_per_token(tmp_path, tiny_model_dir, own_cache):
     spec = str(tiny_model_dir)
     model_speeds()[spec] = ModelSpeed(seconds_per_token=0.005, tokens_per_word=1.25)  # a stubbed measurement
     try:
@@ -146,7 +157,7 @@ def test_cost_estimate_is_snippets_times_tokens_times_seconds_per_token(tmp_path
         model_speeds().pop(spec, None)
 
 
-def test_cost_estimate_measures_a_model_once_in_the_background(tmp_path, tiny_model_dir):
+def test_cost_estimate_measures_a_model_once_in_the_background(tmp_path, tiny_model_dir, own_cache):
     """The page is drawn before the speed is known (it says the estimate follows); the measurement runs once, in a
     thread, and the next run draws the estimate."""
     spec = str(tiny_model_dir)
@@ -169,7 +180,7 @@ def test_cost_estimate_measures_a_model_once_in_the_background(tmp_path, tiny_mo
         model_speeds().pop(spec, None)
 
 
-def test_a_slow_measurement_never_holds_the_page(tmp_path, tiny_model_dir, monkeypatch):
+def test_a_slow_measurement_never_holds_the_page(tmp_path, tiny_model_dir, monkeypatch, own_cache):
     """A model whose speed takes 20 s to measure: the page is drawn at once with the placeholder, and again at once
     while the measurement runs (one measurement, not one per rerun)."""
     spec = str(tiny_model_dir)
@@ -198,23 +209,20 @@ def test_a_slow_measurement_never_holds_the_page(tmp_path, tiny_model_dir, monke
         measurements().pop(spec, None)
 
 
-def test_the_estimate_counts_snippets_already_in_the_statistics_cache(tmp_path, tiny_model_dir):
+def test_the_estimate_counts_snippets_already_in_the_statistics_cache(tmp_path, tiny_model_dir, own_cache):
     """Snippets whose statistics are cached are read, not computed: the estimate leaves them out and says so."""
-    spec = str(tiny_model_dir)
+    spec, lm = str(tiny_model_dir), own_cache
     model_speeds()[spec] = ModelSpeed(seconds_per_token=0.005, tokens_per_word=1.25)  # a stubbed measurement
     try:
         texts = demo_snippet_texts(512, None)
         assert len(texts) == 60  # the demo plays' 512-word snippets, calibration and audited
-        lm = cached_model(spec)  # the page's own model object, its cache
-        fresh = [t for t in texts if lm.cached_count([t], "auto", "truncate") == 0]
-        lm.token_stats(fresh[:12], "auto", long_text="truncate")  # as an audit scores them: 12 more now cached
-        cached = lm.cached_count(texts, "auto", "truncate")
-        assert cached >= 12
+        lm.token_stats(texts[:12], "auto", long_text="truncate")  # as an audit scores them: 12 now cached
+        assert lm.cached_count(texts, "auto", "truncate") == 12
         at = estimate_page(tmp_path, spec, loaded=True)
         assert not at.exception, at.exception
-        # (60 − cached) snippets × 640 tokens × 0.005 s
+        # 48 snippets × 640 tokens × 0.005 s
         assert at.caption[0].value.startswith(
-            f"Estimate: {60 - cached} of 60 snippets to score ({cached} already in this server's statistics cache) "
+            "Estimate: 48 of 60 snippets to score (12 already in this server's statistics cache) "
             "× about 640 tokens × 5 ms per token"), at.caption[0].value
     finally:
         model_speeds().pop(spec, None)

@@ -71,5 +71,5 @@ def test_run_progress_of_a_resumed_run_counts_only_this_session(llama_lm, planne
     spent = (times[times >= p.started_at].nsmallest(6).max() - p.started_at).total_seconds()
     assert p.last_batch_at == times[times >= p.started_at].nsmallest(6).max()
     left = spent / 6 * (18 - 12)
-    assert progress_line(p) == (f"12 of 18 snippets · {clock_text(spent)} elapsed · about {clock_text(left)} left · "
+    assert progress_line(p) == (f"12 of 18 snippets · {clock_text(spent)} elapsed · about {clock_text(max(left, 1))} left · "
                                 "6 stored before (resumed)")
