@@ -4,9 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mia_core import load_model, score_texts
+from mia_core import score_texts
 from mia_core.reference import demo_split, format_p
 
+from ui.models import cached_model
 from ui.reference_jobs import reference_jobs
 
 from tests.support.app import app
@@ -32,7 +33,7 @@ def test_demo_text_gets_its_p_value_against_the_demo_reference(tmp_path, monkeyp
     assert not at.exception, at.exception
     text = at.text_area(key="explore_text").value
     reference_texts = demo_split()[0]["text"].tolist()
-    lm = load_model("demo")
+    lm = cached_model("demo")  # the page's model: the statistics its background job cached are read, not recomputed
     ref = score_texts(lm, reference_texts, ["min_k_pp"], k=0.2)["min_k_pp"].to_numpy()
     s = score_texts(lm, [text], ["min_k_pp"], k=0.2)["min_k_pp"][0]
     p = (1 + np.sum(ref >= s)) / (1 + ref.size)  # the definition, computed here from the model's own scores
