@@ -14,7 +14,7 @@ import streamlit as st
 import mia_core
 from mia_core.api.params import param_infos
 from mia_core.limits import bound_place, token_pass_bound
-from mia_core.model.served.served_model import LARGE_ANSWER_BYTES
+from mia_core.model.served.served_model import answer_size_words
 from ui.models import cached_model
 
 def extra_passes(method: str, params: Mapping[str, Any] | None = None) -> float:
@@ -55,8 +55,6 @@ def estimate_line(tokens: int, passes: int, device: str, answer_bytes_per_token:
     over = " — over the bound: it will not run here" if tokens * passes > bound else ""
     line = (f"Estimated cost: ≈ {tokens:,} tokens × {passes} pass{'es' if passes != 1 else ''} = "
             f"{tokens * passes:,} token-passes, of the {bound:,} one request may cost on {bound_place(device)}{over}.")
-    if answer_bytes_per_token >= LARGE_ANSWER_BYTES:
-        line += (f" The server sends the whole distribution back (logprobs=full): about "
-                 f"{answer_bytes_per_token / 1e6:.1f} MB per token, {answer_bytes_per_token * tokens / 1e6:,.0f} MB "
-                 "for this request.")
+    if size := answer_size_words(answer_bytes_per_token, tokens, "this request"):
+        line += f" {size[0].upper()}{size[1:]}."
     return line

@@ -18,7 +18,7 @@ from typing import TextIO
 from tqdm.auto import tqdm
 
 from ..audit.timing import clock_text as clock  # m:ss / h:mm:ss, one formatter for the audit page and the CLI
-from ..model.served.served_model import LARGE_ANSWER_BYTES
+from ..model.served.served_model import LARGE_ANSWER_BYTES, answer_size_words
 from .terminal import echo, one_line
 
 #: Lines per pass when stderr is not a terminal (one each tenth of the work).
@@ -104,5 +104,4 @@ def answer_note(lm, texts: list[str], bos: str) -> None:
     if per_token < LARGE_ANSWER_BYTES:
         return
     tokens = sum(len(lm.fed_ids(text, bos)) for text in texts)
-    echo(f"note: the server sends the whole distribution back (logprobs=full): about {per_token / 1e6:.1f} MB per "
-         f"token, about {per_token * tokens / 1e6:,.0f} MB for these {tokens:,} tokens", err=True)
+    echo(f"note: {answer_size_words(per_token, tokens, f'these {tokens:,} tokens')}", err=True)

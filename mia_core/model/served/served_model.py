@@ -249,3 +249,12 @@ def check_tokenizer(client: Client, name: str, tokenizer, served: ServedSpec) ->
         raise ServedError(f"the local tokenizer gives other token ids than the server's for the same text (first "
                           f"{ours[:5]} vs {list(theirs or [])[:5]}): give tokenizer= the served model's own")
     return True
+
+
+def answer_size_words(per_token: float, tokens: int, what: str) -> str:
+    """"the server sends the whole distribution back (logprobs=full): about 3.8 MB per token, 460 MB for `what`",
+    said before a run whose answers are large (a whole distribution per token); "" for answers of a few log-probs."""
+    if per_token < LARGE_ANSWER_BYTES:
+        return ""
+    return (f"the server sends the whole distribution back (logprobs=full): about {per_token / 1e6:.1f} MB per token, "
+            f"{per_token * tokens / 1e6:,.0f} MB for {what}")
