@@ -19,7 +19,7 @@ import numpy as np
 
 from .http import Client, ServedError
 from .pool import answers
-from .shapes import first_choice, vllm_request, vllm_row
+from .shapes import check_row_count, first_choice, vllm_request, vllm_row
 
 LN10 = math.log(10.0)
 
@@ -34,9 +34,7 @@ def suffix_logq(answer: Any, ids: Sequence[int], first: int, suffix: int, top_k:
     if not isinstance(rows, list) or len(rows) < first + 1 + suffix:
         raise ServedError("the server returned no prompt log-probs for the window (prompt_logprobs): extraction over "
                           "a served model needs vLLM with --max-logprobs at least the top-k")
-    if len(rows) != len(ids):
-        raise ServedError(f"the server returned {len(rows)} rows of prompt log-probs for a window of {len(ids)} "
-                          "tokens: one a token, no more")
+    check_row_count(rows, ids, "window")
     logq, rank = np.empty(suffix, np.float64), np.empty(suffix, np.int64)
     for row, j in enumerate(range(first + 1, first + 1 + suffix)):
         names, logprobs, ranks = vllm_row(rows[j], j)

@@ -166,9 +166,7 @@ def parse_vllm(answer: Any, ids: Sequence[int], score_from: int, full: int) -> S
                           "does it allow them (--max-logprobs)? got "
                           f"{type(rows).__name__} of {len(rows) if isinstance(rows, list) else 0} rows for "
                           f"{len(ids)} tokens")
-    if len(rows) != len(ids):
-        raise ServedError(f"the server returned {len(rows)} rows of prompt log-probs for a prompt of {len(ids)} "
-                          "tokens: one a prompt token, no more")
+    check_row_count(rows, ids, "prompt")
     n = len(ids) - score_from
     out = _empty(n)
     for row, j in enumerate(range(score_from, len(ids))):
@@ -183,6 +181,14 @@ def parse_vllm(answer: Any, ids: Sequence[int], score_from: int, full: int) -> S
             mu, sigma = distribution_moments(logprobs)
             out["mu"][row], out["sigma"][row], out["entropy"][row] = mu, sigma, -mu
     return out
+
+
+def check_row_count(rows: list, ids: Sequence[int], what: str) -> None:
+    """vLLM's prompt log-probs hold one row per token of the `what` ("prompt", "window"), no more: else a ServedError
+    (a row too many would shift every position's statistics)."""
+    if len(rows) != len(ids):
+        raise ServedError(f"the server returned {len(rows)} rows of prompt log-probs for a {what} of {len(ids)} "
+                          f"tokens: one a {what} token, no more")
 
 
 def _position_of(names: list[int], true_id: int, j: int) -> int:
