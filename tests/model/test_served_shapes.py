@@ -9,6 +9,8 @@ import pytest
 from mia_core.model.served.http import ServedError
 from mia_core.model.served.shapes import parse_echo, parse_sglang, parse_vllm
 
+from tests.support.fake_served import vllm_answer
+
 VOCAB = 50
 
 
@@ -18,26 +20,12 @@ def _distributions(n_positions: int, seed: int = 0) -> np.ndarray:
     return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))  # float64 log-softmax
 
 
-def _vllm_answer(ids: list[int], logp: np.ndarray, k: int) -> dict:
-    """vLLM's `prompt_logprobs`: per position the prompt token first, then the top k (all when k = -1), rank 1-based."""
-    rows: list = [None]
-    for j in range(1, len(ids)):
-        row = logp[j]
-        order = np.argsort(-row, kind="stable")
-        entry = {str(ids[j]): {"logprob": float(row[ids[j]]), "rank": int((row > row[ids[j]]).sum()) + 1,
-                               "decoded_token": "x"}}
-        for r, v in enumerate(order if k == -1 else order[:k]):
-            entry.setdefault(str(int(v)), {"logprob": float(row[v]), "rank": r + 1, "decoded_token": "y"})
-        rows.append(entry)
-    return {"choices": [{"prompt_logprobs": rows, "text": "\n"}]}
-
-
 IDS = [0, 7, 3, 41, 9, 9, 22]
 
 
 def test_vllm_top_mode_gives_logprob_rank_and_top1():
     logp = _distributions(len(IDS))
-    stats = parse_vllm(_vllm_answer(IDS, logp, 1), IDS, 1, 0)
+    stats = parse_vllm(vllm_answer(IDS, logp, 1), IDS, 1, 0)
     for row, j in enumerate(range(1, len(IDS))):
         assert stats["logprob"][row] == pytest.approx(logp[j, IDS[j]], abs=1e-6)
         assert stats["rank"][row] == 1 + (logp[j] > logp[j, IDS[j]]).sum()
@@ -48,7 +36,7 @@ def test_vllm_top_mode_gives_logprob_rank_and_top1():
 
 def test_vllm_full_mode_moments_equal_the_softmax_moments():
     logp = _distributions(len(IDS), seed=3)
-    stats = parse_vllm(_vllm_answer(IDS, logp, -1), IDS, 2, VOCAB)  # a window scoring from position 2
+    stats = parse_vllm(vllm_answer(IDS, logp, -1), IDS, 2, VOCAB)  # a window scoring from position 2
     assert len(stats["logprob"]) == len(IDS) - 2
     for row, j in enumerate(range(2, len(IDS))):
         p = np.exp(logp[j])
@@ -62,12 +50,12 @@ def test_vllm_full_mode_moments_equal_the_softmax_moments():
 def test_vllm_full_mode_refuses_a_truncated_distribution():
     logp = _distributions(len(IDS))
     with pytest.raises(ServedError, match="not the whole vocabulary"):
-        parse_vllm(_vllm_answer(IDS, logp, 20), IDS, 1, VOCAB)
+        parse_vllm(vllm_answer(IDS, logp, 20), IDS, 1, VOCAB)
 
 
 def test_vllm_answer_without_the_prompt_token_is_an_error():
     logp = _distributions(len(IDS))
-    answer = _vllm_answer(IDS, logp, 1)
+    answer = vllm_answer(IDS, logp, 1)
     answer["choices"][0]["prompt_logprobs"][3] = {"1": {"logprob": -0.1, "rank": 1}}
     with pytest.raises(ServedError, match="lack the prompt's own token 41"):
         parse_vllm(answer, IDS, 1, 0)

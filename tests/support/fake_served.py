@@ -30,16 +30,22 @@ def honest_logprobs(ids: list[int], j: int, vocab: int) -> np.ndarray:
 
 
 def honest_answer(ids: list[int], k: int, vocab: int) -> dict:
-    """vLLM's answer to `prompt_logprobs: k` for the prompt `ids`: row 0 None, then per position the prompt's token
-    (with its rank) and the top k (every token for k = -1), keyed by token id strings."""
+    """vLLM's answer to `prompt_logprobs: k` for the prompt `ids`, from `honest_logprobs` at each position."""
+    logp = np.vstack([np.zeros(vocab)] + [honest_logprobs(ids, j, vocab) for j in range(1, len(ids))])
+    return vllm_answer(ids, logp, k)
+
+
+def vllm_answer(ids: list[int], logp: np.ndarray, k: int) -> dict:
+    """vLLM's answer to `prompt_logprobs: k` for the prompt `ids` whose position j has the log-probs `logp[j]`: row 0
+    None, then per position the prompt's token (with its 1-based rank) and the top k (every token for k = -1), keyed
+    by token id strings."""
     rows: list[Any] = [None]
     for j in range(1, len(ids)):
-        logp = honest_logprobs(ids, j, vocab)
-        order = np.argsort(-logp, kind="stable")
-        row = {str(ids[j]): {"logprob": float(logp[ids[j]]), "rank": int((logp > logp[ids[j]]).sum()) + 1,
+        order = np.argsort(-logp[j], kind="stable")
+        row = {str(ids[j]): {"logprob": float(logp[j][ids[j]]), "rank": int((logp[j] > logp[j][ids[j]]).sum()) + 1,
                              "decoded_token": "x"}}
         for r, v in enumerate(order if k == -1 else order[:k]):
-            row.setdefault(str(int(v)), {"logprob": float(logp[v]), "rank": r + 1, "decoded_token": "y"})
+            row.setdefault(str(int(v)), {"logprob": float(logp[j][v]), "rank": r + 1, "decoded_token": "y"})
         rows.append(row)
     return {"id": "cmpl-fake", "object": "text_completion", "model": "fake",
             "choices": [{"index": 0, "text": "\n", "prompt_logprobs": rows, "finish_reason": "length"}]}
