@@ -42,7 +42,7 @@ def speed_or_start(spec: str, lm: LanguageModel) -> ModelSpeed | None:
         return model_speeds()[spec]
     running = measurements()
     record = running.get(spec)
-    if record is None or (not record["thread"].is_alive() and record["error"] is None and spec not in model_speeds()):
+    if record is None or (not record["thread"].is_alive() and record["error"] is None):  # none yet, or one lost
         record = {"error": None}
         record["thread"] = threading.Thread(target=_measure, args=(spec, lm, record), daemon=True,
                                             name=f"mia-speed-{spec[:40]}")

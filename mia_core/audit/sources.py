@@ -138,10 +138,15 @@ def _shown(source: Source) -> str:
     return f"the uploads ({', '.join(p.name for p in source)})" if isinstance(source, list) else str(source)
 
 
+def is_demo_set(source: Source) -> bool:
+    """Whether `source` names a built-in set (a file or folder of that name here wins)."""
+    return not isinstance(source, list) and str(source) in DEMO_SETS and not Path(source).exists()
+
+
 def source_name(source: str | Path) -> str:
     """How a command line names `source` again: a built-in set by its name, a path made absolute (so the repeat
     command works from any folder)."""
-    if str(source) in DEMO_SETS and not Path(source).exists():
+    if is_demo_set(source):
         return str(source)
     return str(Path(source).resolve())
 
@@ -155,7 +160,7 @@ def _opened(source: Source, role: str) -> Callable[[], Reading]:
     """What reads `source` when called, after the checks that need no book read."""
     if isinstance(source, list):
         return lambda: _read_several(source, role)
-    if str(source) in DEMO_SETS and not Path(source).exists():
+    if is_demo_set(source):
         return lambda: iter(_demo_books(str(source), role))
     path = Path(source)
     if not path.exists():
