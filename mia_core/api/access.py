@@ -20,11 +20,13 @@ ACCESS = {
     "further_passes": "further passes of the model on texts of the method's own making",
     "gradients": "gradients through the model's weights",
     "generation": "sampled generation",
+    "tokens": "the model's own tokens (texts cut into its token ids, and prompts given as token ids)",
 }
 
 #: Short words for each, for tables.
 ACCESS_SHORT = {"token_logprob": "token log-probs", "top_k": "top-k log-probs", "full_distribution": "full distribution",
-                "further_passes": "further passes", "gradients": "gradients", "generation": "generation"}
+                "further_passes": "further passes", "gradients": "gradients", "generation": "generation",
+                "tokens": "its tokenizer"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class Access:
     further_passes: bool = False
     gradients: bool = False
     generation: bool = False
+    tokens: bool = True
+    """The model's own tokenizer: every in-process or served model has it; a chat API, which takes and returns text,
+    does not."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,8 @@ class AccessNeeds(Access):
         out = []
         for f in fields(Access):
             value = getattr(self, f.name)
+            if f.name == "tokens":  # every method works on tokens: not worth a word in lists
+                continue
             if f.name == "top_k":
                 if value:
                     out.append(f"top-{value} log-probs")
@@ -95,6 +102,8 @@ def refusal(offer: ModelAccess, needs: AccessNeeds, label: str) -> str | None:
         return f"{says(f'the top {needs.top_k} log-probs at each position')}; {short}"
     if needs.token_logprob and not offer.token_logprob:
         return f"{says(ACCESS['token_logprob'])}; {short}"
+    if needs.tokens and not offer.tokens:
+        return f"{says(ACCESS['tokens'])}; {offer.where} takes and returns text only."
     for name, lacks in (("further_passes", "scores only the texts it is given"),
                         ("gradients", "gives no gradients"), ("generation", "does not generate text")):
         if getattr(needs, name) and not getattr(offer, name):

@@ -40,7 +40,14 @@ CREATE TABLE IF NOT EXISTS extraction_units (
 CREATE TABLE IF NOT EXISTS extraction_results (
     run_id VARCHAR, unit_id VARCHAR, result BLOB, session VARCHAR, computed_at TIMESTAMP,
     PRIMARY KEY (run_id, unit_id));
+CREATE TABLE IF NOT EXISTS api_calls (
+    run_id VARCHAR, seq BIGINT, unit VARCHAR, step INTEGER, attempt INTEGER, call_id VARCHAR, parent_call_id VARCHAR,
+    sent_at VARCHAR, received_at VARCHAR, url VARCHAR, request BLOB, request_sha256 VARCHAR, status INTEGER,
+    response BLOB, response_sha256 VARCHAR, failure VARCHAR, summary VARCHAR, prev_hash VARCHAR, hash VARCHAR,
+    PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS api_results (run_id VARCHAR, unit VARCHAR, result VARCHAR, PRIMARY KEY (run_id, unit));
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS plan VARCHAR;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS head_hash VARCHAR;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS heartbeat TIMESTAMP;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid INTEGER;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS host VARCHAR;
@@ -60,6 +67,11 @@ BASE_COLUMNS = {
     "extraction_books": {"run_id", "book", "role", "label", "position", "n_text_tokens", "text"},
     "extraction_units": {"run_id", "unit_id", "book", "position", "first_window", "n_windows", "work", "spans"},
     "extraction_results": {"run_id", "unit_id", "result", "session", "computed_at"},
+    # a chat API run's evidence record and derived results (`runs.evidence`)
+    "api_calls": {"run_id", "seq", "unit", "step", "attempt", "call_id", "parent_call_id", "sent_at", "received_at",
+                  "url", "request", "request_sha256", "status", "response", "response_sha256", "failure", "summary",
+                  "prev_hash", "hash"},
+    "api_results": {"run_id", "unit", "result"},
 }
 #: How long to keep retrying when another process holds the file.
 LOCK_WAIT_S = 30.0

@@ -20,7 +20,6 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from ..errors import ModelLoadError
 from .spec import ServedSpec
-
 #: Answers worth trying again: overloaded (429) or a server-side failure that may pass.
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 #: First backoff in seconds (doubled on each retry, capped at `BACKOFF_CAP_S`; a Retry-After header wins).
@@ -95,7 +94,7 @@ class Client:
                                                  timeout=(min(10.0, self.spec.timeout), self.spec.timeout))
                 if answer.status_code in RETRY_STATUS and attempt < self.spec.retries:
                     answer.close()
-                    wait = _retry_after(answer) or BACKOFF_S * 2**attempt
+                    wait = retry_after(answer) or BACKOFF_S * 2**attempt
                 else:
                     return self._read(answer, self._body(answer, path, deadline), path, text)
             except (requests.Timeout, ReadTimeoutError):
@@ -113,23 +112,36 @@ class Client:
             if self.cancelled.wait(min(wait, BACKOFF_CAP_S)):
                 raise ServedError("cancelled")
 
+    def attempt(self, path: str, data: bytes) -> tuple[requests.Response, bytes]:
+        """One POST of the exact bytes `data`, no retry: the answer and its body, read under the deadline and the size
+        bound (requests' and urllib3's exceptions propagate, for the caller to record and retry)."""
+        deadline = time.monotonic() + self.spec.timeout
+        answer = self._session().request("POST", self.url(path), data=data, headers=self._headers(), stream=True,
+                                         timeout=(min(10.0, self.spec.timeout), self.spec.timeout))
+        return answer, self._body(answer, path, deadline)
+
     def _body(self, answer: requests.Response, path: str, deadline: float) -> bytes:
         """An answer's body, read as it arrives: refused above `MAX_ANSWER_BYTES` (at once when its Content-Length
         says so), a `requests.Timeout` once the monotonic `deadline` passes; the connection is dropped on either."""
         try:
             declared = answer.headers.get("Content-Length", "")
-            if declared.strip().isdigit() and int(declared) > MAX_ANSWER_BYTES:
+            bound = self.answer_bound()
+            if declared.strip().isdigit() and int(declared) > bound:
                 raise self._too_large(path)
             parts, size = [], 0
             while chunk := _read_some(answer, deadline, self.spec.timeout):
                 size += len(chunk)
-                if size > MAX_ANSWER_BYTES:
+                if size > bound:
                     raise self._too_large(path)
                 parts.append(chunk)
             return b"".join(parts)
         except BaseException:
             answer.close()  # an answer not read to its end cannot go back to the connection pool
             raise
+
+    def answer_bound(self) -> int:
+        """The most bytes one answer may have (`MAX_ANSWER_BYTES`: a served model's whole distributions)."""
+        return MAX_ANSWER_BYTES
 
     def _too_large(self, path: str) -> ServedError:
         return ServedError(f"the server at {self.spec.base_url} answered {path} with more than "
@@ -183,7 +195,7 @@ def error_message(data: Any) -> str:
     return " ".join(json.dumps(data)[:400].split())
 
 
-def _retry_after(answer: requests.Response) -> float | None:
+def retry_after(answer: requests.Response) -> float | None:
     """Seconds a Retry-After header asks for (numbers only)."""
     try:
         return max(0.0, float(answer.headers.get("Retry-After", "")))

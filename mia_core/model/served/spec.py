@@ -21,7 +21,7 @@ LOGPROB_MODES = ("top", "full")
 MAX_CONCURRENCY = 64
 MAX_TIMEOUT_S = 3600.0
 MAX_RETRIES = 10
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,18 @@ def is_served_spec(spec: object) -> bool:
 
 def parse_served_spec(spec: str) -> ServedSpec:
     """The `ServedSpec` of a spec string, or a ValueError that names the setting at fault and what it accepts."""
+    base_url, values = split_spec(spec, _SETTINGS, "served model")
+    return ServedSpec(base_url, **_checked(values))
+
+
+def split_spec(spec: str, settings: tuple[str, ...], what: str) -> tuple[str, dict[str, str]]:
+    """(base URL, {setting: value}) of a URL spec whose query holds `settings` (each at most once): a ValueError naming
+    the fault — not a URL, credentials in it, an unknown setting (with the nearest known one)."""
     parts = urlsplit(spec.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"a served model's spec is an http:// or https:// URL with a host (got {spec!r})")
+        raise ValueError(f"a {what}'s spec is an http:// or https:// URL with a host (got {spec!r})")
     if parts.username or parts.password:
-        raise ValueError("put no credentials in a served model's URL (specs are stored with results): name the "
+        raise ValueError(f"put no credentials in a {what}'s URL (specs are stored with results): name the "
                          "environment variable that holds the API key with key_env=NAME")
     try:
         port = parts.port
@@ -73,14 +80,22 @@ def parse_served_spec(spec: str) -> ServedSpec:
     base_url = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") or "/v1", "", ""))
     values: dict[str, str] = {}
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name not in _SETTINGS:
-            near = difflib.get_close_matches(name, _SETTINGS, n=1)
+        if name not in settings:
+            near = difflib.get_close_matches(name, settings, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise ValueError(f"unknown setting {name!r} in the served model's spec{hint}; settings: {', '.join(_SETTINGS)}")
+            raise ValueError(f"unknown setting {name!r} in the {what}'s spec{hint}; settings: {', '.join(settings)}")
         if name in values:
-            raise ValueError(f"the setting {name!r} is given twice in the served model's spec")
+            raise ValueError(f"the setting {name!r} is given twice in the {what}'s spec")
         values[name] = value
-    return ServedSpec(base_url, **_checked(values))
+    return base_url, values
+
+
+def spec_setting(spec: str, name: str) -> str | None:
+    """The raw value of one setting of a URL spec (None when absent or not a URL): how a model kind recognises its
+    specs without parsing them whole."""
+    if not is_served_spec(spec):
+        return None
+    return dict(parse_qsl(urlsplit(spec.strip()).query, keep_blank_values=True)).get(name)
 
 
 def _checked(values: dict[str, str]) -> dict:
@@ -92,7 +107,7 @@ def _checked(values: dict[str, str]) -> dict:
                 raise ValueError(f"{name}= is empty in the served model's spec")
             out[name] = values[name].strip()
     if "key_env" in values:
-        if not _ENV_NAME.match(values["key_env"]):
+        if not ENV_NAME.match(values["key_env"]):
             raise ValueError(f"key_env= names an environment variable (letters, digits, _), got {values['key_env']!r}")
         out["key_env"] = values["key_env"]
     for name, allowed in (("api", APIS), ("logprobs", LOGPROB_MODES)):

@@ -1,0 +1,266 @@
+"""A book-extraction run on a chat API (METHODS-API.md §17, §24): each book and each negative-control text through the
+two phases, every attempt stored before it is used, each text's numbers derived from the stored answers alone.
+
+A run lives in the results store: its manifest (what decides the requests, the texts' SHA-256, the price table, the
+operator, the environment) on its row, the texts as its snippets, the evidence record (`runs.evidence`) and one result
+per text. Killed, it resumes from the last stored answer and sends nothing whose answer is stored; stopped by its
+budget, it resumes when run again with a larger one. `replay` derives every result from the record without a network,
+which is what `mia verify` compares.
+"""
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import platform
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, replace
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from ..blackbox.call_summary import call_summary, read_answer
+from ..blackbox.normalize import NORMALIZATION_VERSION
+from ..blackbox.nv_recall import nv_recall
+from ..blackbox.two_phase import Conversation, ExtractionSettings, converse
+from ..model.chat.answers import ChatAnswer, parse_answer
+from ..model.chat.chat_model import ChatModel
+from ..model.chat.client import ChatGaveUp, Exchange, request_bytes
+from ..model.chat.prices import Budget, BudgetReached, Meter, Spent
+from ..runs.evidence import CallRecord, EvidenceRecord
+from ..runs.store import ResultsStore, RunRecord
+from ..runs.store_db import transaction
+from ..version import code_version
+
+METHOD = "api_extraction"
+#: Bumped when what a run derives from its answers changes (its results then differ from older runs' on replay).
+METHOD_VERSION = "1"
+RUN_KIND = "api-extraction"
+#: Final blocks at least this long (near-verbatim words) support an extraction claim for that text [paper §3.3.2].
+CLAIM_WORDS = 100
+
+
+class RecordMismatch(ValueError):
+    """A stored request differs from the one the run would send now: the record is not this run's to resume."""
+
+
+@dataclass(frozen=True)
+class Text:
+    """One text to extract: a book audited, or a negative control (a text the model cannot have seen)."""
+
+    name: str
+    text: str
+    role: str  # "book" or "control"
+    source: str = ""
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+def unit_ids(texts: Sequence[Text]) -> list[str]:
+    """Stable ids of the run's texts, in order: "book-000", "control-000", … (names can be anything; ids are plain)."""
+    counts: Counter = Counter()
+    out = []
+    for text in texts:
+        out.append(f"{text.role}-{counts[text.role]:03d}")
+        counts[text.role] += 1
+    return out
+
+
+def run_plan(model: ChatModel, texts: Sequence[Text], settings: ExtractionSettings) -> dict:
+    """What decides the run's requests (a resumed run must have the same): the API spec, settings, the texts."""
+    return {"method": METHOD, "method_version": METHOD_VERSION, "spec": model.spec, "api": model.chat.api,
+            "model": model.chat.model, "settings": asdict(settings), "normalization": NORMALIZATION_VERSION,
+            "texts": [{"unit": u, "name": t.name, "role": t.role, "sha256": t.sha256, "source": t.source}
+                      for u, t in zip(unit_ids(texts), texts)]}
+
+
+def run_manifest(plan: dict, model: ChatModel, operator: str | None) -> dict:
+    """The plan with what the record must also say (§24 "Run manifest"): tool version, tier, prices, operator,
+    when the run started, the environment; fixed when the run is created (its hash starts the chain)."""
+    return {**plan, "tool_version": code_version(), "tier": model.tier.name, "k_top": model.tier.k_top,
+            "answered_model": model.answered_model, "prices": model.prices.words(),
+            "price_date": model.prices.date, "operator": operator or getpass.getuser(),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "jailbreak": False,
+            "environment": {"python": sys.version.split()[0], "platform": platform.platform()}}
+
+
+def default_run_id(plan: dict) -> str:
+    return "api-extraction-" + hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def derive(text: str, conversation: Conversation) -> dict:
+    """One text's numbers, from its conversation (a pure function: replayed from the record, it gives the same)."""
+    nv = nv_recall(text, conversation.generation)
+    turns = conversation.turns
+    return {"phase1_s": conversation.phase1_s, "phase1_s_normalized": conversation.phase1_s_normalized,
+            "phase1_success": conversation.phase1_success, "seed_prefix": conversation.seed.prefix,
+            "seed_target": conversation.seed.target, "halt": conversation.halt,
+            "halt_pattern": conversation.halt_pattern, "halt_offset": conversation.halt_offset,
+            "halt_step": conversation.halt_step, "phase2_turns": conversation.phase2_turns,
+            "answers": len(turns), "refusals": sum(t.kind == "refusal" for t in turns),
+            "empty": sum(t.kind in ("empty", "filtered") for t in turns),
+            "input_tokens": sum(t.input_tokens or 0 for t in turns),
+            "output_tokens": sum(t.output_tokens or 0 for t in turns),
+            "models_answered": list(conversation.models_answered),
+            "nv_recall": nv.nv_recall, "m": nv.m, "missing": nv.missing, "additional": nv.additional,
+            "max_block": nv.max_block, "max_span": nv.max_span, "n_book_words": nv.n_book,
+            "n_generation_words": nv.n_generation,
+            "blocks": [[b.i, b.j, b.m, b.span_book[1] - b.span_book[0]] for b in nv.blocks],
+            "claim_blocks": sum(b.m >= CLAIM_WORDS for b in nv.blocks)}
+
+
+@dataclass
+class Outcome:
+    """How a run ended ("done", "budget": stopped before a request that could pass it), its results, what it spent."""
+
+    run_id: str
+    status: str
+    message: str
+    results: pd.DataFrame
+    spent: Spent
+    head: str | None
+
+
+class ApiExtractionRun:
+    """One run: plan it in the store (or find it), then extract each text not yet done."""
+
+    def __init__(self, model: ChatModel, store: ResultsStore, texts: Sequence[Text], settings: ExtractionSettings, *,
+                 budget: Budget = Budget(), run_id: str | None = None, operator: str | None = None,
+                 wait: Callable[[float], None] = time.sleep):
+        if not any(t.role == "control" for t in texts):
+            raise ValueError("a book-extraction run needs a negative control: a text the model cannot have seen (e.g. "
+                             "one published after its training cutoff), run the same way, so that the report can "
+                             "show what the method finds where there is nothing to find")
+        self.model, self.store, self.texts, self.settings = model, store, list(texts), settings
+        self.plan = run_plan(model, texts, settings)
+        self.run_id = run_id or default_run_id(self.plan)
+        self.units = unit_ids(texts)
+        self.evidence = EvidenceRecord(store, self.run_id)
+        self.budget, self.wait = budget, wait
+        manifest = run_manifest(self.plan, model, operator)
+        record = RunRecord(self.run_id, RUN_KIND, model.spec, model.fingerprint, METHOD, asdict(settings), 0,
+                           code_version(), "api", manifest)
+        snippets = pd.DataFrame([[u, t.name, t.role, None, n, len(t.text.split()), t.text]
+                                 for n, (u, t) in enumerate(zip(self.units, texts))],
+                                columns=["snippet_id", "book", "role", "label", "position", "n_words", "text"])
+        if store.plan_run(record, self.plan, snippets, []):
+            for n, exchange in enumerate(model.probe_exchanges):  # how the tier was learnt: the record's first calls
+                self.evidence.append("probe", n, exchange, call_summary(exchange.status, exchange.response,
+                                                                         model.chat.api,
+                                                                         refusal_scope=settings.refusal_scope))
+        self.meter = Meter(model.prices, budget, spent_in(self.evidence, model.chat.api, model.prices))
+
+    def run(self, progress: Callable[[str, int, int], None] = lambda name, done, total: None) -> Outcome:
+        """Extract every text without a stored result; stop cleanly at the budget."""
+        done = stored_results(self.store, self.run_id)
+        status, message = "done", ""
+        for n, (unit, text) in enumerate(zip(self.units, self.texts)):
+            progress(text.name, n, len(self.texts))
+            if unit in done:
+                continue
+            try:
+                conversation = converse(text.text, self.model.chat.model, self.model.chat.api, self.settings,
+                                        self._live_send(unit), self.wait)
+            except BudgetStop as stop:
+                status, message = "budget", str(stop)
+                break
+            store_result(self.store, self.run_id, unit, derive(text.text, conversation))
+        self.store.set_status(self.run_id, "done" if status == "done" else "stopped", message)
+        progress("", len(self.texts), len(self.texts))
+        return Outcome(self.run_id, status, message, results_table(self.store, self.run_id), self.meter.spent,
+                       self.evidence.head())
+
+    def _live_send(self, unit: str):
+        """`send` for one text: the stored answer of a step if there is one (its request checked byte for byte),
+        else the API's, each attempt recorded first."""
+        api = self.model.chat.api
+        records = self.evidence.unit_records(unit)
+        answered = {r.step: r for r in records if read_answer(r.status, r.response, api) is not None}
+        attempts = Counter(r.step for r in records)
+
+        def send(step: int, body: dict) -> ChatAnswer | None:
+            data = request_bytes(body)
+            if step in answered:
+                return stored_answer(answered[step], data, api)
+            bound = input_bound(body)
+            try:
+                self.meter.check(bound, int(body.get("max_tokens", 0)))
+            except BudgetReached as err:
+                raise BudgetStop(str(err)) from None
+
+            def record(exchange: Exchange) -> None:
+                exchange = replace(exchange, attempt=exchange.attempt + attempts[step])
+                self.evidence.append(unit, step, exchange, call_summary(exchange.status, exchange.response, api,
+                                                                        refusal_scope=self.settings.refusal_scope))
+
+            try:
+                answer = self.model.client.send(body, record, token_bound=bound + int(body.get("max_tokens", 0)))
+            except ChatGaveUp:
+                return None
+            self.meter.add(answer.input_tokens or 0, answer.output_tokens or 0)
+            return answer
+
+        return send
+
+
+class BudgetStop(Exception):
+    """The run's budget is reached before a request (the run stops; run it again with a larger budget)."""
+
+
+def stored_answer(record: CallRecord, data: bytes, api: str) -> ChatAnswer:
+    """A stored step's answer, after checking that its stored request is the one this run would send."""
+    if record.request != data:
+        raise RecordMismatch(f"the stored request of {record.call_id} differs from the one this run would send: the "
+                             "record is not this run's (its settings or texts changed); start a new run")
+    return parse_answer(record.response, api)
+
+
+def input_bound(body: dict) -> int:
+    """At most how many input tokens a request is: its texts' UTF-8 bytes (a byte-level tokenizer never makes more
+    tokens than bytes) plus a few per message for the chat template. A bound for the budget check, not a count."""
+    texts = [m.get("content", "") for m in body.get("messages", [])] + [body.get("prompt", "")]
+    return sum(len(str(t).encode("utf-8")) + 8 for t in texts) + 16
+
+
+def spent_in(evidence: EvidenceRecord, api: str, prices) -> Spent:
+    """What the run's stored answers spent (their `usage`): a resumed run's budget counts it."""
+    spent = Spent(dollars=0.0 if prices.known else None)
+    meter = Meter(prices, Budget(), spent)
+    for record in evidence.records():
+        usage = record.summary.get("usage")
+        if usage:
+            meter.add(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
+    return spent
+
+
+def store_result(store: ResultsStore, run_id: str, unit: str, result: dict) -> None:
+    with store._connect() as con:
+        with transaction(con):
+            con.execute("DELETE FROM api_results WHERE run_id = ? AND unit = ?", [run_id, unit])
+            con.execute("INSERT INTO api_results VALUES (?, ?, ?)", [run_id, unit, json.dumps(result, sort_keys=True)])
+
+
+def stored_results(store: ResultsStore, run_id: str) -> dict[str, dict]:
+    with store._connect() as con:
+        rows = con.execute("SELECT unit, result FROM api_results WHERE run_id = ?", [run_id]).fetchall()
+    return {unit: json.loads(result) for unit, result in rows}
+
+
+def run_texts(store: ResultsStore, run_id: str) -> pd.DataFrame:
+    """The run's texts (unit, name, role, text) in order, as stored with it."""
+    with store._connect() as con:
+        return con.execute("SELECT snippet_id AS unit, book AS name, role, text FROM snippets WHERE run_id = ? "
+                           "ORDER BY position", [run_id]).df()
+
+
+def results_table(store: ResultsStore, run_id: str) -> pd.DataFrame:
+    """One row per text: its name and role with its stored result's numbers (texts not yet done have none)."""
+    texts = run_texts(store, run_id).drop(columns="text")
+    results = stored_results(store, run_id)
+    rows = [{**row, **{k: v for k, v in results.get(row["unit"], {}).items() if k != "blocks"}}
+            for row in texts.to_dict("records")]
+    return pd.DataFrame(rows)

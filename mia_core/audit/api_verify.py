@@ -1,0 +1,93 @@
+"""`mia verify RUN`: re-walk a chat API run's evidence record and recompute every derived number from the stored
+answers alone (METHODS-API.md §24), with no network: the chain from the manifest's hash to the head the run's row
+holds, each record's summary from its bytes, each text against its SHA-256 in the manifest, and each text's result by
+replaying its conversation from the record."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import partial
+
+from ..blackbox.call_summary import call_summary, read_answer
+from ..blackbox.two_phase import ExtractionSettings, converse
+from ..model.chat.answers import ChatAnswer
+from ..runs.evidence import EvidenceRecord, verify_chain
+from ..runs.store import ResultsStore
+from ..model.chat.client import request_bytes
+from .api_extraction import RUN_KIND, derive, run_texts, stored_answer, stored_results
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The outcome: records walked, the head hash, results compared, and the first fault (None: verified)."""
+
+    run_id: str
+    n_records: int
+    head: str
+    n_results: int
+    fault: str | None
+
+    def words(self) -> str:
+        if self.fault is None:
+            return (f"verified: {self.n_records:,} records, head {self.head}, results identical "
+                    f"({self.n_results} texts recomputed from the stored answers)")
+        return f"not verified: {self.fault}"
+
+
+def replay(store: ResultsStore, run_id: str) -> dict[str, dict]:
+    """Each finished text's result, derived again from the record alone (steps without a stored answer are the
+    HTTP failures the run halted on)."""
+    manifest = store.run(run_id)["config"]
+    settings = ExtractionSettings(**manifest["settings"])
+    evidence = EvidenceRecord(store, run_id)
+    done = stored_results(store, run_id)
+    out = {}
+    for row in run_texts(store, run_id).itertuples(index=False):
+        if row.unit not in done:
+            continue
+        answered = {r.step: r for r in evidence.unit_records(row.unit)
+                    if read_answer(r.status, r.response, manifest["api"]) is not None}
+
+        def send(step: int, body: dict, answered=answered) -> ChatAnswer | None:
+            record = answered.get(step)
+            return None if record is None else stored_answer(record, request_bytes(body), manifest["api"])
+
+        conversation = converse(row.text, manifest["model"], manifest["api"], settings, send)
+        out[row.unit] = derive(row.text, conversation)
+    return out
+
+
+def verify_run(store: ResultsStore, run_id: str) -> Verification:
+    """Check a run's record and results; the first fault found is named (which record, which text)."""
+    run = store.run(run_id)
+    if run["kind"] != RUN_KIND:
+        raise ValueError(f"run {run_id!r} is a {run['kind']} run: only chat API runs have an evidence record to verify")
+    manifest = run["config"]
+    evidence = EvidenceRecord(store, run_id)
+    summarize = partial(_summary, api=manifest["api"], scope=manifest["settings"]["refusal_scope"])
+    chain = verify_chain(evidence.records(), manifest, evidence.head(), summarize)
+    if chain.fault is not None:
+        return Verification(run_id, chain.n_records, chain.head, 0, chain.fault)
+    texts = run_texts(store, run_id)
+    hashes = {t["unit"]: t["sha256"] for t in manifest["texts"]}
+    for row in texts.itertuples(index=False):
+        if hashlib.sha256(row.text.encode("utf-8")).hexdigest() != hashes.get(row.unit):
+            return Verification(run_id, chain.n_records, chain.head, 0,
+                                f"the stored text of {row.unit} ({row.name}) is not the one the manifest names")
+    stored = stored_results(store, run_id)
+    try:
+        again = replay(store, run_id)
+    except ValueError as err:  # a stored request that is not the one the replay builds
+        return Verification(run_id, chain.n_records, chain.head, 0, str(err))
+    for unit, result in again.items():
+        if result != stored[unit]:
+            changed = sorted(k for k in result if result.get(k) != stored[unit].get(k))
+            return Verification(run_id, chain.n_records, chain.head, len(again),
+                                f"the stored result of {unit} differs from its recomputation ({', '.join(changed[:5])})")
+    return Verification(run_id, chain.n_records, chain.head, len(again), None)
+
+
+def _summary(status: int | None, response: bytes, *, api: str, scope: str) -> dict:
+    """A record's summary as stored: JSON round-trip of `call_summary` (tuples become lists, as in the store)."""
+    return json.loads(json.dumps(call_summary(status, response, api, refusal_scope=scope), sort_keys=True))
