@@ -147,7 +147,8 @@ def generation_score(gen: list[str], ref: list[str], params: NgramCoverageParams
 AGGREGATE = {"max": np.max, "min": np.min, "median": np.median, "mean": np.mean}
 
 
-@register("ngram_coverage", access=AccessNeeds(generation=True, why="continuations sampled from the text's prefix"),
+@register("ngram_coverage", access=AccessNeeds(token_logprob=False, generation=True,
+                                                  why="continuations sampled from the text's prefix"),
           lesson=520, paper=Paper("Hallinan et al.", 2025, "https://arxiv.org/abs/2508.09603",
                                   "The Surprising Effectiveness of Membership Inference with Simple N-Gram Coverage",
                                   "COLM 2025"),

@@ -101,7 +101,8 @@ def prepare(stats: list[TokenStats], params: SamiaParams, *, lm: LanguageModel) 
     return [found.get((s.bos_policy, s.text)) for s in stats]
 
 
-@register("samia", access=AccessNeeds(generation=True, why="continuations sampled from the text's first half"),
+@register("samia", access=AccessNeeds(token_logprob=False, generation=True,
+                                         why="continuations sampled from the text's first half"),
           lesson=510, paper=Paper("Kaneko et al.", 2024, "https://arxiv.org/abs/2404.11262",
                                   "Sampling-based Pseudo-Likelihood for Membership Inference Attacks",
                                   "arXiv:2404.11262"),
