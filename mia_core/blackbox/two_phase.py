@@ -203,8 +203,11 @@ def converse(book: str, model: str, api: str, settings: ExtractionSettings, send
 
     if not success and not settings.phase2_after_failed_probe:
         return done("probe_failed")
-    if verdict.kind == "refusal":
+    stop = find_stop(text)
+    if verdict.kind == "refusal" and (stop is None or verdict.offset <= stop.offset):
         return done("refusal", verdict.pattern, verdict.offset, 0)
+    if stop is not None:  # ours: a probe that already reached the end needs no continuing
+        return done("stop_string", stop.pattern, stop.offset, 0)
     step = 0
     while True:
         if step >= settings.max_turns:

@@ -49,6 +49,8 @@ def extract_books(
                                              "the profile's)"),
     max_turns: Optional[int] = typer.Option(None, "--max-turns", help="continue turns per book (default: the "
                                             "profile's)"),
+    probe_tokens: int = typer.Option(1000, "--probe-tokens", help="answer length of the Phase 1 probe (the paper: "
+                                     "1000)"),
     context_tokens: Optional[int] = typer.Option(None, "--context-tokens", help="the model's context window: a turn "
                                                  "that could overflow it halts the book (context_limit)"),
     budget: Optional[str] = typer.Option(None, "--budget", help="stop before passing it: dollars (\"$5\") or tokens "
@@ -68,9 +70,9 @@ def extract_books(
     if not output_dir.is_dir():
         fail(f"output folder does not exist: {output_dir}")
     settings = ExtractionSettings.from_profile(profile, max_tokens=max_tokens, max_turns=max_turns,
-                                               context_tokens=context_tokens)
-    if settings.max_tokens < 1 or settings.max_turns < 0:
-        fail("--max-tokens must be at least 1 and --max-turns at least 0")
+                                               context_tokens=context_tokens, phase1_max_tokens=probe_tokens)
+    if settings.max_tokens < 1 or settings.max_turns < 0 or settings.phase1_max_tokens < 1:
+        fail("--max-tokens and --probe-tokens must be at least 1, --max-turns at least 0")
     limit = parse_budget(budget) if budget else Budget()
     texts = _texts(books, "book") + _texts(control, "control")
     chat = connect_chat(model)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 OTHER = "The weather was mild and nothing at all happened in the town that day."
@@ -53,6 +54,7 @@ class Handler(BaseHTTPRequestHandler):
             if status == "not-json":
                 return self._raw(200, b"<html>gateway</html>")
             return self._send(status, {"error": {"message": f"fault {status}"}}, headers)
+        time.sleep(api.delay)
         request = json.loads(body)
         if request.get("model") != api.model:
             return self._send(404, {"error": {"message": f"The model `{request.get('model')}` does not exist"}})
@@ -96,6 +98,7 @@ class FakeChat:
         self.model, self.key, self.answered_model = model, key, answered_model
         self.faults: list[tuple] = []
         self.received: list[bytes] = []
+        self.delay = 0.0  # seconds before each answer
         self.reply = None  # a function (source text, max_tokens) -> answer text, instead of reciting
         self.continue_messages = {"Continue", "Continue without citation metadata."}
         self.lock = threading.Lock()

@@ -1,0 +1,162 @@
+"""A book-extraction run on a chat API end to end, against a loopback API that recites one book
+(`tests.support.fake_chat`): the numbers as recomputed by hand, the halting rules, the budget, a run killed with
+SIGKILL and resumed (no stored request sent again, identical results), and `mia verify` naming an altered record."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from mia_core.audit.api_extraction import ApiExtractionRun, Text, results_table
+from mia_core.audit.api_verify import verify_run
+from mia_core.blackbox.two_phase import ExtractionSettings, seed_of
+from mia_core.model.chat.chat_model import connect_chat
+from mia_core.model.chat.prices import Budget
+from mia_core.runs.store import ResultsStore
+
+from tests.support.fake_chat import FakeChat
+
+WORDS = "alpha beta gamma delta river stone light house green small dark quiet open old new far".split()
+MIA = [sys.executable, "-m", "mia_core"]
+
+
+def prose(n_words: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(" ".join(rng.choice(WORDS) for _ in range(9)).capitalize() + "." for _ in range(n_words // 10))
+
+
+BOOK = prose(600, 1) + " THE END"
+CONTROL = prose(600, 2)
+
+
+def texts() -> list[Text]:
+    return [Text("The Book", BOOK, "book"), Text("Late Book", CONTROL, "control")]
+
+
+def run_once(api: FakeChat, store: ResultsStore, **settings) -> object:
+    model = connect_chat(api.spec(price_in=2, price_out=8))
+    return ApiExtractionRun(model, store, texts(), ExtractionSettings(**{"max_tokens": 50, "phase1_max_tokens": 50,
+                                                                         **settings})).run()
+
+
+def test_a_recited_book_is_extracted_and_the_control_is_not(tmp_path):
+    with FakeChat(BOOK) as api:
+        outcome = run_once(api, ResultsStore(tmp_path / "s.duckdb"))
+    book, control = outcome.results.iloc[0], outcome.results.iloc[1]
+    seed = seed_of(BOOK)
+    n_book = len(BOOK.split())
+    # the API recites every word after the seed's prefix, 50 a turn, and stops at "THE END"
+    recited = n_book - len(seed.prefix.split())
+    assert (book.halt, book.halt_pattern, book.phase2_turns) == ("stop_string", "THE END", -(-recited // 50) - 1)
+    assert book.m == recited and book.nv_recall == recited / n_book and book.missing == n_book - recited
+    assert book.phase1_s == 1.0 and book.claim_blocks == 1
+    assert (control.halt, control.nv_recall, control.claim_blocks) == ("probe_failed", 0.0, 0)
+    assert outcome.status == "done" and outcome.spent.requests == book.answers + control.answers + 1  # + the probe
+
+
+def test_the_run_needs_a_negative_control(tmp_path):
+    with FakeChat(BOOK) as api:
+        with pytest.raises(ValueError, match="needs a negative control"):
+            ApiExtractionRun(connect_chat(api.spec()), ResultsStore(tmp_path / "s.duckdb"), texts()[:1],
+                             ExtractionSettings())
+
+
+def test_a_refusal_halts_the_book_with_its_pattern_and_an_empty_answer_spends_a_turn(tmp_path):
+    answers = iter(["Mr. " + " ".join(seed_of(BOOK).target.split()), "", "I'm sorry, but I can't continue this text."])
+    with FakeChat(BOOK) as api:
+        model = connect_chat(api.spec())
+        api.reply = lambda source, n: next(answers, "nothing")
+        outcome = ApiExtractionRun(model, ResultsStore(tmp_path / "s.duckdb"), texts(), ExtractionSettings()).run()
+    book = outcome.results.iloc[0]
+    assert (book.halt, book.halt_pattern, book.halt_step, book["empty"], book.refusals) == (
+        "refusal", r"\bsorry[, ]*(?:but )?i can[\u0027\u2019]t\b", 2, 1, 1)
+
+
+def test_the_budget_stops_the_run_before_a_request_and_a_larger_one_goes_on(tmp_path):
+    store = ResultsStore(tmp_path / "s.duckdb")
+    with FakeChat(BOOK) as api:
+        model = connect_chat(api.spec(price_in=2, price_out=8))
+        settings = ExtractionSettings(max_tokens=50, phase1_max_tokens=50)
+        first = ApiExtractionRun(model, store, texts(), settings, budget=Budget(tokens=2000)).run()
+        assert first.status == "budget" and first.spent.tokens <= 2000
+        sent = len(api.received)
+        second = ApiExtractionRun(model, store, texts(), settings).run()
+        assert second.status == "done" and second.run_id == first.run_id
+        fresh = run_once(api, ResultsStore(tmp_path / "fresh.duckdb"))
+    assert second.results.equals(fresh.results)
+    # the fresh run sent its probe and its requests; the resumed run only what the first had not sent
+    assert len(api.received) - sent - fresh.spent.requests == second.spent.requests - first.spent.requests
+
+
+def test_verify_passes_then_names_an_altered_record_and_an_altered_result(tmp_path):
+    store = ResultsStore(tmp_path / "s.duckdb")
+    with FakeChat(BOOK) as api:
+        outcome = run_once(api, store)
+    check = verify_run(store, outcome.run_id)
+    assert check.fault is None and check.head == outcome.head and check.n_records == outcome.spent.requests
+    assert check.words().startswith(f"verified: {check.n_records} records, head {outcome.head}, results identical")
+    with duckdb.connect(str(store.path)) as con:
+        response = con.execute("SELECT response FROM api_calls WHERE run_id = ? AND seq = 3",
+                               [outcome.run_id]).fetchone()[0]
+        flipped = bytearray(response)
+        flipped[len(flipped) // 2] ^= 1
+        con.execute("UPDATE api_calls SET response = ? WHERE run_id = ? AND seq = 3", [bytes(flipped), outcome.run_id])
+    fault = verify_run(store, outcome.run_id).fault
+    assert fault.startswith("record 3 (book-000/2/0)")
+    with duckdb.connect(str(store.path)) as con:
+        con.execute("UPDATE api_calls SET response = ? WHERE run_id = ? AND seq = 3", [response, outcome.run_id])
+        result = json.loads(con.execute("SELECT result FROM api_results WHERE unit = 'book-000'").fetchone()[0])
+        result["nv_recall"] = 0.99
+        con.execute("UPDATE api_results SET result = ? WHERE unit = 'book-000'", [json.dumps(result)])
+    assert verify_run(store, outcome.run_id).fault == ("the stored result of book-000 differs from its recomputation "
+                                                      "(nv_recall)")
+
+
+def _command(api: FakeChat, tmp_path: Path, out: Path, store: Path) -> list[str]:
+    out.mkdir(exist_ok=True)
+    (tmp_path / "book.txt").write_text(BOOK)
+    (tmp_path / "late.txt").write_text(CONTROL)
+    return MIA + ["extract-books", "--model", api.spec(), "--books", str(tmp_path / "book.txt"), "--control",
+                  str(tmp_path / "late.txt"), "--output-dir", str(out), "--store", str(store), "--max-tokens", "40",
+                  "--probe-tokens", "40"]
+
+
+def test_a_killed_run_resumes_without_sending_a_stored_request_again(tmp_path):
+    with FakeChat(BOOK) as api:
+        whole = ApiExtractionRun(connect_chat(api.spec()), ResultsStore(tmp_path / "whole.duckdb"), [
+            Text("book", BOOK, "book", str(tmp_path / "book.txt")), Text("late", CONTROL, "control",
+                                                                        str(tmp_path / "late.txt"))],
+            ExtractionSettings(max_tokens=40, phase1_max_tokens=40)).run()
+        api.received.clear()
+        api.delay = 0.2
+        command = _command(api, tmp_path, tmp_path / "killed", tmp_path / "killed.duckdb")
+        job = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while len(api.received) < 6 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+        store = ResultsStore(tmp_path / "killed.duckdb")
+        with duckdb.connect(str(store.path)) as con:
+            stored = {bytes(r[0]) for r in con.execute("SELECT request FROM api_calls WHERE status = 200 AND "
+                                                       "unit <> 'probe'").fetchall()}
+        assert len(stored) >= 4
+        before = len(api.received)
+        api.delay = 0.0
+        resumed = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr
+        sent_again = [body for body in api.received[before + 1:] if body in stored]  # [before]: the resume's probe
+        assert sent_again == []
+    run_id = json.loads((tmp_path / "killed" / "extraction.json").read_text())["run_id"]
+    assert run_id == whole.run_id
+    resumed_results = results_table(store, run_id)
+    assert resumed_results.equals(whole.results)
+    assert verify_run(store, run_id).fault is None
