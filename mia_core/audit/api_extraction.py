@@ -15,7 +15,9 @@ import json
 import platform
 import sys
 import time
+import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from typing import Callable, Sequence
 
@@ -29,9 +31,9 @@ from ..model.chat.answers import ChatAnswer, parse_answer
 from ..model.chat.chat_model import ChatModel
 from ..model.chat.client import ChatGaveUp, Exchange, request_bytes
 from ..model.chat.prices import Budget, BudgetReached, Meter, Spent
+from ..runs.api_results import claim_unit, keep_claim, release_unit, results_table, store_result, stored_results
 from ..runs.evidence import CallRecord, EvidenceRecord
 from ..runs.store import ResultsStore, RunRecord
-from ..runs.store_db import transaction
 from ..version import code_version
 
 METHOD = "api_extraction"
@@ -155,26 +157,42 @@ class ApiExtractionRun:
         self.meter = Meter(model.prices, budget, spent_in(self.evidence, model.chat.api, model.prices))
 
     def run(self, progress: Callable[[str, int, int], None] = lambda name, done, total: None) -> Outcome:
-        """Extract every text without a stored result; stop cleanly at the budget."""
-        done = stored_results(self.store, self.run_id)
-        status, message = "done", ""
-        for n, (unit, text) in enumerate(zip(self.units, self.texts)):
-            progress(text.name, n, len(self.texts))
-            if unit in done:
-                continue
-            try:
-                conversation = converse(text.text, self.model.chat.model, self.model.chat.api, self.settings,
-                                        self._live_send(unit), self.wait)
-            except BudgetStop as stop:
-                status, message = "budget", str(stop)
-                break
-            store_result(self.store, self.run_id, unit, derive(text.text, conversation))
+        """Extract every text without a stored result, `concurrency` texts at once (each conversation in order), each
+        claimed first so that another process on the same run takes others; stop cleanly at the budget."""
+        session = uuid.uuid4().hex
+        done = set(stored_results(self.store, self.run_id))
+        todo = [(u, t) for u, t in zip(self.units, self.texts) if u not in done]
+        stops: list[str] = []
+        finished = len(done)
+        progress("", finished, len(self.texts))
+        with ThreadPoolExecutor(self.model.chat.concurrency, thread_name_prefix="api-extraction") as pool:
+            futures = {pool.submit(self._extract, session, unit, text, stops): text for unit, text in todo}
+            for future in as_completed(futures):
+                future.result()
+                finished += 1
+                progress(futures[future].name, finished, len(self.texts))
+        left = len(self.texts) - len(stored_results(self.store, self.run_id))
+        status = "budget" if stops else "done" if left == 0 else "partial"
+        message = stops[0] if stops else "" if left == 0 else f"{left} texts are being extracted by another process"
         self.store.set_status(self.run_id, "done" if status == "done" else "stopped", message)
-        progress("", len(self.texts), len(self.texts))
         return Outcome(self.run_id, status, message, results_table(self.store, self.run_id), self.meter.spent,
                        self.evidence.head())
 
-    def _live_send(self, unit: str):
+    def _extract(self, session: str, unit: str, text: Text, stops: list[str]) -> None:
+        """One text's two phases and result, under this session's claim (skipped when it cannot claim it, or once the
+        budget stopped the run)."""
+        if stops or not claim_unit(self.store, self.run_id, session, unit):
+            return
+        try:
+            conversation = converse(text.text, self.model.chat.model, self.model.chat.api, self.settings,
+                                    self._live_send(unit, session), self.wait)
+            store_result(self.store, self.run_id, unit, derive(text.text, conversation))
+        except BudgetStop as stop:
+            stops.append(str(stop))
+        finally:
+            release_unit(self.store, self.run_id, session, unit)
+
+    def _live_send(self, unit: str, session: str):
         """`send` for one text: the stored answer of a step if there is one (its request checked byte for byte),
         else the API's, each attempt recorded first."""
         api = self.model.chat.api
@@ -188,7 +206,7 @@ class ApiExtractionRun:
                 return stored_answer(answered[step], data, api)
             bound = input_bound(body)
             try:
-                self.meter.check(bound, int(body.get("max_tokens", 0)))
+                held = self.meter.reserve(bound, int(body.get("max_tokens", 0)))
             except BudgetReached as err:
                 raise BudgetStop(str(err)) from None
 
@@ -196,12 +214,17 @@ class ApiExtractionRun:
                 exchange = replace(exchange, attempt=exchange.attempt + attempts[step])
                 self.evidence.append(unit, step, exchange, call_summary(exchange.status, exchange.response, api,
                                                                         refusal_scope=self.settings.refusal_scope))
+                keep_claim(self.store, self.run_id, session)
 
             try:
                 answer = self.model.client.send(body, record, token_bound=bound + int(body.get("max_tokens", 0)))
             except ChatGaveUp:
+                self.meter.release(held)
                 return None
-            self.meter.add(answer.input_tokens or 0, answer.output_tokens or 0)
+            except BaseException:
+                self.meter.release(held)
+                raise
+            self.meter.settle(held, answer.input_tokens or 0, answer.output_tokens or 0)
             return answer
 
         return send
@@ -235,32 +258,3 @@ def spent_in(evidence: EvidenceRecord, api: str, prices) -> Spent:
         if usage:
             meter.add(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
     return spent
-
-
-def store_result(store: ResultsStore, run_id: str, unit: str, result: dict) -> None:
-    with store._connect() as con:
-        with transaction(con):
-            con.execute("DELETE FROM api_results WHERE run_id = ? AND unit = ?", [run_id, unit])
-            con.execute("INSERT INTO api_results VALUES (?, ?, ?)", [run_id, unit, json.dumps(result, sort_keys=True)])
-
-
-def stored_results(store: ResultsStore, run_id: str) -> dict[str, dict]:
-    with store._connect() as con:
-        rows = con.execute("SELECT unit, result FROM api_results WHERE run_id = ?", [run_id]).fetchall()
-    return {unit: json.loads(result) for unit, result in rows}
-
-
-def run_texts(store: ResultsStore, run_id: str) -> pd.DataFrame:
-    """The run's texts (unit, name, role, text) in order, as stored with it."""
-    with store._connect() as con:
-        return con.execute("SELECT snippet_id AS unit, book AS name, role, text FROM snippets WHERE run_id = ? "
-                           "ORDER BY position", [run_id]).df()
-
-
-def results_table(store: ResultsStore, run_id: str) -> pd.DataFrame:
-    """One row per text: its name and role with its stored result's numbers (texts not yet done have none)."""
-    texts = run_texts(store, run_id).drop(columns="text")
-    results = stored_results(store, run_id)
-    rows = [{**row, **{k: v for k, v in results.get(row["unit"], {}).items() if k != "blocks"}}
-            for row in texts.to_dict("records")]
-    return pd.DataFrame(rows)

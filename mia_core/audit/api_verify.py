@@ -15,7 +15,8 @@ from ..model.chat.answers import ChatAnswer
 from ..runs.evidence import EvidenceRecord, verify_chain
 from ..runs.store import ResultsStore
 from ..model.chat.client import request_bytes
-from .api_extraction import RUN_KIND, derive, run_texts, stored_answer, stored_results
+from ..runs.api_results import run_texts, stored_results
+from .api_extraction import RUN_KIND, derive, stored_answer
 
 
 @dataclass(frozen=True)

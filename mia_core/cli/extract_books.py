@@ -83,7 +83,7 @@ def extract_books(
     results_store = ResultsStore(store)
     try:
         run = ApiExtractionRun(chat, results_store, texts, settings, budget=limit, run_id=run_id, operator=operator)
-        outcome = run.run(lambda name, done, total: echo(one_line(f"[{done + 1}/{total}] {name}")) if name else None)
+        outcome = run.run(lambda name, done, total: echo(one_line(f"[{done}/{total}] {name}: done")) if name else None)
     except RecordMismatch as err:
         fail(str(err))
     table = outcome.results.reindex(columns=["unit"] + CSV_COLUMNS)
@@ -101,6 +101,8 @@ def extract_books(
     echo(f"spent: {outcome.spent.words()}")
     echo(f"record: run {outcome.run_id}, head {outcome.head}; check it with: mia verify {outcome.run_id}"
          + (f" --store {store}" if store else ""))
+    if outcome.status == "partial":
+        echo(f"not finished here: {outcome.message}")
     if outcome.status == "budget":
         echo(f"stopped: {outcome.message}; run the same command with a larger --budget to go on")
 

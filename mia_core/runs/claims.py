@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS claims (
 #: Where a claimed unit's finished result is stored: (table, its id column). A claim's snippet_id is that unit's id.
 SNIPPETS_DONE = ("scores", "snippet_id")
 EXTRACTION_DONE = ("extraction_results", "unit_id")
+API_DONE = ("api_results", "unit")
 
 
 def claim(con: duckdb.DuckDBPyConnection, run_id: str, session: str, ids: Sequence[str],
@@ -36,7 +37,7 @@ def claim(con: duckdb.DuckDBPyConnection, run_id: str, session: str, ids: Sequen
     _clear_dead(con, run_id, session)
     wanted = pd.DataFrame({"snippet_id": pd.Series(list(ids), dtype=object), "n": range(len(ids))})
     con.register("wanted_claims", wanted)
-    table, key = {SNIPPETS_DONE: SNIPPETS_DONE, EXTRACTION_DONE: EXTRACTION_DONE}[tuple(done)]  # never free SQL
+    table, key = {SNIPPETS_DONE: SNIPPETS_DONE, EXTRACTION_DONE: EXTRACTION_DONE, API_DONE: API_DONE}[tuple(done)]  # never free SQL
     try:
         rows = con.execute(f"""SELECT w.snippet_id FROM wanted_claims w
                                WHERE NOT EXISTS (SELECT 1 FROM {table} c WHERE c.run_id = ? AND c.{key} = w.snippet_id)

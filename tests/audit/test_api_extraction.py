@@ -72,7 +72,7 @@ def test_the_run_needs_a_negative_control(tmp_path):
 def test_a_refusal_halts_the_book_with_its_pattern_and_an_empty_answer_spends_a_turn(tmp_path):
     answers = iter(["Mr. " + " ".join(seed_of(BOOK).target.split()), "", "I'm sorry, but I can't continue this text."])
     with FakeChat(BOOK) as api:
-        model = connect_chat(api.spec())
+        model = connect_chat(api.spec(concurrency=1))  # one text at a time: the answers below are the book's
         api.reply = lambda source, n: next(answers, "nothing")
         outcome = ApiExtractionRun(model, ResultsStore(tmp_path / "s.duckdb"), texts(), ExtractionSettings()).run()
     book = outcome.results.iloc[0]
@@ -104,15 +104,14 @@ def test_verify_passes_then_names_an_altered_record_and_an_altered_result(tmp_pa
     assert check.fault is None and check.head == outcome.head and check.n_records == outcome.spent.requests
     assert check.words().startswith(f"verified: {check.n_records} records, head {outcome.head}, results identical")
     with duckdb.connect(str(store.path)) as con:
-        response = con.execute("SELECT response FROM api_calls WHERE run_id = ? AND seq = 3",
-                               [outcome.run_id]).fetchone()[0]
+        seq, response = con.execute("SELECT seq, response FROM api_calls WHERE call_id = 'book-000/2/0'").fetchone()
         flipped = bytearray(response)
         flipped[len(flipped) // 2] ^= 1
-        con.execute("UPDATE api_calls SET response = ? WHERE run_id = ? AND seq = 3", [bytes(flipped), outcome.run_id])
+        con.execute("UPDATE api_calls SET response = ? WHERE seq = ?", [bytes(flipped), seq])
     fault = verify_run(store, outcome.run_id).fault
-    assert fault.startswith("record 3 (book-000/2/0)")
+    assert fault.startswith(f"record {seq} (book-000/2/0): ")
     with duckdb.connect(str(store.path)) as con:
-        con.execute("UPDATE api_calls SET response = ? WHERE run_id = ? AND seq = 3", [response, outcome.run_id])
+        con.execute("UPDATE api_calls SET response = ? WHERE seq = ?", [response, seq])
         result = json.loads(con.execute("SELECT result FROM api_results WHERE unit = 'book-000'").fetchone()[0])
         result["nv_recall"] = 0.99
         con.execute("UPDATE api_results SET result = ? WHERE unit = 'book-000'", [json.dumps(result)])

@@ -141,16 +141,21 @@ def test_the_meter_stops_before_a_request_that_could_pass_the_budget():
     meter = Meter(prices, Budget(dollars=0.01))
     meter.add(1000, 500)  # $0.002 + $0.004
     assert meter.spent.dollars == pytest.approx((1000 * 2 + 500 * 8) / 1e6)
-    meter.check(1000, 250)  # +$0.004 → $0.010: not past the budget
+    held = meter.reserve(1000, 250)  # +$0.004 → $0.010: not past the budget
     with pytest.raises(BudgetReached, match=r"the budget of \$0.01 is reached"):
-        meter.check(1000, 251)
+        meter.reserve(1, 0)  # what the first holds counts: two requests at once cannot pass it together
+    meter.settle(held, 500, 100)  # it used less: $0.0018
+    assert meter.spent.dollars == pytest.approx(0.006 + 0.0018) and meter.spent.requests == 2
+    with pytest.raises(BudgetReached):
+        meter.reserve(1000, 26)  # $0.002208 > the $0.0022 left
+    meter.release(meter.reserve(1000, 24))
     with pytest.raises(ValueError, match="needs the API's prices"):
         Meter(Prices(None, None), Budget(dollars=1.0))
     tokens = Meter(Prices(None, None), Budget(tokens=100))
     tokens.add(60, 30)
-    tokens.check(5, 5)
+    tokens.release(tokens.reserve(5, 5))
     with pytest.raises(BudgetReached):
-        tokens.check(5, 6)
+        tokens.reserve(5, 6)
 
 
 def test_a_price_table_fills_what_the_spec_does_not_give(tmp_path):

@@ -141,12 +141,14 @@ class Spent:
 
 
 class Meter:
-    """What a run has spent, counted from each answer's `usage` (thread-safe), and the check before each request that
-    it cannot pass the budget."""
+    """What a run has spent, counted from each answer's `usage` (thread-safe), and before each request a reservation
+    of the most it could cost, so that concurrent requests together cannot pass the budget."""
 
     def __init__(self, prices: Prices, budget: Budget = Budget(), spent: Spent | None = None):
         self.prices, self.budget = prices, budget
         self.spent = spent or Spent(dollars=0.0 if prices.known else None)
+        self._reserved_tokens = 0
+        self._reserved_dollars = 0.0
         self._lock = threading.Lock()
         if budget.dollars is not None and not prices.known:
             raise ValueError("a dollar budget needs the API's prices (price_in=/price_out= or prices= in the spec); "
@@ -155,20 +157,42 @@ class Meter:
     def add(self, input_tokens: int, output_tokens: int) -> None:
         """Count one answered request."""
         with self._lock:
-            self.spent.requests += 1
-            self.spent.input_tokens += input_tokens
-            self.spent.output_tokens += output_tokens
-            cost = self.prices.cost(input_tokens, output_tokens)
-            self.spent.dollars = None if cost is None or self.spent.dollars is None else self.spent.dollars + cost
+            self._count(input_tokens, output_tokens)
 
-    def check(self, input_bound: int, output_bound: int) -> None:
-        """Raise `BudgetReached` when a request of at most these token counts could take the run past its budget."""
+    def _count(self, input_tokens: int, output_tokens: int) -> None:
+        self.spent.requests += 1
+        self.spent.input_tokens += input_tokens
+        self.spent.output_tokens += output_tokens
+        cost = self.prices.cost(input_tokens, output_tokens)
+        self.spent.dollars = None if cost is None or self.spent.dollars is None else self.spent.dollars + cost
+
+    def reserve(self, input_bound: int, output_bound: int) -> tuple[int, float]:
+        """Hold the most a request of at most these token counts could spend, or raise `BudgetReached` when it could
+        take the run (with what other requests hold) past its budget; `settle` or `release` the reservation."""
+        tokens, dollars = input_bound + output_bound, self.prices.cost(input_bound, output_bound) or 0.0
         with self._lock:
-            if self.budget.tokens is not None and self.spent.tokens + input_bound + output_bound > self.budget.tokens:
+            if self.budget.tokens is not None and self.spent.tokens + self._reserved_tokens + tokens > self.budget.tokens:
                 raise BudgetReached(f"the budget of {self.budget.words()} is reached ({self.spent.words()} spent; the "
-                                    f"next request could take up to {input_bound + output_bound:,} tokens)")
-            worst = self.prices.cost(input_bound, output_bound)
-            if self.budget.dollars is not None and worst is not None and self.spent.dollars is not None \
-                    and self.spent.dollars + worst > self.budget.dollars:
+                                    f"next request could take up to {tokens:,} tokens)")
+            if self.budget.dollars is not None and self.spent.dollars is not None \
+                    and self.spent.dollars + self._reserved_dollars + dollars > self.budget.dollars:
                 raise BudgetReached(f"the budget of {self.budget.words()} is reached ({self.spent.words()} spent; the "
-                                    f"next request could cost up to ${worst:,.4f})")
+                                    f"next request could cost up to ${dollars:,.4f})")
+            self._reserved_tokens += tokens
+            self._reserved_dollars += dollars
+        return tokens, dollars
+
+    def settle(self, reservation: tuple[int, float], input_tokens: int, output_tokens: int) -> None:
+        """Replace a reservation by what the request used."""
+        with self._lock:
+            self._free(reservation)
+            self._count(input_tokens, output_tokens)
+
+    def release(self, reservation: tuple[int, float]) -> None:
+        """Drop a reservation whose request got no answer."""
+        with self._lock:
+            self._free(reservation)
+
+    def _free(self, reservation: tuple[int, float]) -> None:
+        self._reserved_tokens -= reservation[0]
+        self._reserved_dollars -= reservation[1]
