@@ -59,7 +59,7 @@ from mia_core.fitting import FitSplit, fit_supervised  # noqa: E402
 from mia_core.inputs.demo_sources import first_words, play_files, play_text, wiki_paragraphs  # noqa: E402
 from mia_core.methods.gds.features import GdsSettings, features_loop, gradient_features  # noqa: E402
 from mia_core.methods.infilling.engine import fed_ids, plan_branches, primed_fast, primed_reference  # noqa: E402
-from mia_core.model import forward, loading, pipeline  # noqa: E402
+from mia_core.model import devices, forward, pipeline  # noqa: E402
 from mia_core.model.forward import Segment, pack_batches, pad_right  # noqa: E402
 from mia_core.model.language_model import LanguageModel  # noqa: E402
 from mia_core.model.stats_cache import StatsCache  # noqa: E402
@@ -481,7 +481,7 @@ def main() -> None:
     if args.no_device_mask:
         pipeline.takes_device_mask = lambda model: False
     args.models = args.models.split(",")
-    device = loading.resolve_device(args.device)
+    device = devices.resolve_device(args.device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     info = {**versions(device), "device_mask": not args.no_device_mask}

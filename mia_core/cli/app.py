@@ -23,8 +23,8 @@ COMMANDS = {
                         "the blind baseline."),
     "extract": LazyCommand("mia_core.cli.extract", "Extraction probability per window ((n,p)-discoverable): can the "
                            "model reproduce each passage verbatim from the text before it?"),
-    "extract-books": LazyCommand("mia_core.cli.extract_books", "Two-phase extraction of books from a chat API (only "
-                                 "generated text), beside a negative control, with an evidence record."),
+    "extract-books": LazyCommand("mia_core.cli.extract_books", "Two-phase extraction of books from a chat API, beside "
+                                 "a negative control, with an evidence record."),
     "verify": LazyCommand("mia_core.cli.extract_books", "Re-walk a chat API run's evidence record and recompute its "
                           "results from the stored answers."),
     "compare": LazyCommand("mia_core.cli.compare", "Two runs on the same texts: per method, ΔAUROC with DeLong's test "

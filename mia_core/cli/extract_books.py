@@ -112,7 +112,9 @@ def verify(
     run_id: str = typer.Argument(..., help="the run to check (as mia extract-books printed it)"),
     store: Optional[Path] = typer.Option(None, "--store", help="results store (DuckDB file); default: the shared one"),
 ) -> None:
-    """Re-walk a chat API run's evidence record and recompute its results from the stored answers (no network)."""
+    """Re-walk a chat API run's evidence record and recompute its results from the stored answers.
+
+    No network is needed: every number is derived again from the record alone."""
     if store is not None and not store.is_file():
         fail(f"no results store at {store}")
     result = verify_run(ResultsStore(store), run_id)

@@ -33,8 +33,11 @@ BEFORE = {
             "--n-boot --seed --per-class --fit --fit-seed --scores-output --param "
             "--shots-nonmembers --shots-members --reference --n-shots --reference-fraction --helper-seed --device "
             "--dtype --max-memory --allow-pickle --trust-remote-code --backend --ray-address --ray-actors --ray-gpus-per-actor",
-    "extract": "--model --input --output --summary --prefix --suffix --stride --top-k --temperature --text-column --bos "
+    "extract": "--model --input --output --summary --prefix --suffix --stride --top-k --temperature --text-column --bos --windows "
                "--device --dtype --max-memory --allow-pickle --trust-remote-code",
+    "extract-books": "--model --books --control --output-dir --profile --max-tokens --max-turns --probe-tokens "
+                     "--context-tokens --budget --store --run-id --operator --estimate",
+    "verify": "RUN_ID --store",
     "compare": "FIRST SECOND --by --n-boot --seed",
     "heatmap": "--model --input --output --methods --k --bos --scale --param --device --dtype --max-memory --allow-pickle "
                "--trust-remote-code",

@@ -66,6 +66,6 @@ def test_build_with_traps_on_a_tiny_model(tmp_path, monkeypatch):
 
 
 def test_loading_demo_traps_before_it_is_built_says_how_to_build_it(tmp_path, monkeypatch):
-    monkeypatch.setattr("mia_core.model.loading.demo_traps_dir", lambda: tmp_path / "absent")
+    monkeypatch.setattr("mia_core.model.backends.demo.demo_traps_dir", lambda: tmp_path / "absent")
     with pytest.raises(ModelLoadError, match=r"demo-traps is not built on this machine: build it with `mia demo build --traps`"):
         load_model("demo-traps")

@@ -36,7 +36,8 @@ import torch
 from ...model.forward import head_logits, plain_head
 from ...model.identity import text_sha256
 from ...model.language_model import LanguageModel
-from ...model.loading import ModelLoadError, check_weights, folder_fingerprint, resolve_folder
+from ...model.errors import ModelLoadError
+from ...model.folders import check_weights, folder_fingerprint, resolve_folder
 from ...api import TokenStats
 from ...model.reduce import stats_dtype
 
