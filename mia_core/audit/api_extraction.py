@@ -30,7 +30,7 @@ from ..blackbox.two_phase import Conversation, ExtractionSettings, converse
 from ..model.chat.answers import ChatAnswer, parse_answer
 from ..model.chat.chat_model import ChatModel
 from ..model.chat.client import ChatGaveUp, Exchange, request_bytes
-from ..model.chat.prices import Budget, BudgetReached, Meter, Spent
+from ..model.chat.prices import Budget, BudgetReached, Meter, Prices, Spent
 from ..runs.api_results import claim_unit, keep_claim, release_unit, results_table, store_result, stored_results
 from ..runs.evidence import CallRecord, EvidenceRecord
 from ..runs.store import ResultsStore, RunRecord
@@ -154,7 +154,7 @@ class ApiExtractionRun:
                 self.evidence.append("probe", n, exchange, call_summary(exchange.status, exchange.response,
                                                                          model.chat.api,
                                                                          refusal_scope=settings.refusal_scope))
-        self.meter = Meter(model.prices, budget, spent_in(self.evidence, model.chat.api, model.prices))
+        self.meter = Meter(model.prices, budget, spent_in(self.evidence, model.prices))
 
     def run(self, progress: Callable[[str, int, int], None] = lambda name, done, total: None) -> Outcome:
         """Extract every text without a stored result, `concurrency` texts at once (each conversation in order), each
@@ -249,12 +249,7 @@ def input_bound(body: dict) -> int:
     return sum(len(str(t).encode("utf-8")) + 8 for t in texts) + 16
 
 
-def spent_in(evidence: EvidenceRecord, api: str, prices) -> Spent:
+def spent_in(evidence: EvidenceRecord, prices: Prices) -> Spent:
     """What the run's stored answers spent (their `usage`): a resumed run's budget counts it."""
-    spent = Spent(dollars=0.0 if prices.known else None)
-    meter = Meter(prices, Budget(), spent)
-    for record in evidence.records():
-        usage = record.summary.get("usage")
-        if usage:
-            meter.add(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
-    return spent
+    requests, input_tokens, output_tokens = evidence.usage_totals()
+    return Spent(requests, input_tokens, output_tokens, prices.cost(input_tokens, output_tokens))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from ..blackbox.call_summary import call_summary, read_answer
-from ..blackbox.two_phase import ExtractionSettings, converse
+from ..blackbox.two_phase import Conversation, ExtractionSettings, converse
 from ..model.chat.answers import ChatAnswer
 from ..runs.evidence import EvidenceRecord, verify_chain
 from ..runs.store import ResultsStore
@@ -40,23 +40,22 @@ def replay(store: ResultsStore, run_id: str) -> dict[str, dict]:
     """Each finished text's result, derived again from the record alone (steps without a stored answer are the
     HTTP failures the run halted on)."""
     manifest = store.run(run_id)["config"]
-    settings = ExtractionSettings(**manifest["settings"])
-    evidence = EvidenceRecord(store, run_id)
     done = stored_results(store, run_id)
-    out = {}
-    for row in run_texts(store, run_id).itertuples(index=False):
-        if row.unit not in done:
-            continue
-        answered = {r.step: r for r in evidence.unit_records(row.unit)
-                    if read_answer(r.status, r.response, manifest["api"]) is not None}
+    return {row.unit: derive(row.text, replay_conversation(store, run_id, manifest, row.unit, row.text))
+            for row in run_texts(store, run_id).itertuples(index=False) if row.unit in done}
 
-        def send(step: int, body: dict, answered=answered) -> ChatAnswer | None:
-            record = answered.get(step)
-            return None if record is None else stored_answer(record, request_bytes(body), manifest["api"])
 
-        conversation = converse(row.text, manifest["model"], manifest["api"], settings, send)
-        out[row.unit] = derive(row.text, conversation)
-    return out
+def replay_conversation(store: ResultsStore, run_id: str, manifest: dict, unit: str, text: str) -> Conversation:
+    """One text's conversation as its stored answers make it (for its result, and for the page's diff view)."""
+    api = manifest["api"]
+    answered = {r.step: r for r in EvidenceRecord(store, run_id).unit_records(unit)
+                if read_answer(r.status, r.response, api) is not None}
+
+    def send(step: int, body: dict) -> ChatAnswer | None:
+        record = answered.get(step)
+        return None if record is None else stored_answer(record, request_bytes(body), api)
+
+    return converse(text, manifest["model"], api, ExtractionSettings(**manifest["settings"]), send)
 
 
 def verify_run(store: ResultsStore, run_id: str) -> Verification:

@@ -124,6 +124,16 @@ class EvidenceRecord:
             row = con.execute("SELECT head_hash FROM runs WHERE run_id = ?", [self.run_id]).fetchone()
         return row[0] if row else None
 
+    def usage_totals(self) -> tuple[int, int, int]:
+        """(answered requests, input tokens, output tokens) of the run so far, as the API's `usage` counted them (a
+        sum in the store: a page polls it while the run goes on)."""
+        with self.store._connect() as con:
+            row = con.execute("""SELECT count(*), sum(CAST(json_extract(summary, '$.usage.input_tokens') AS BIGINT)),
+                                        sum(CAST(json_extract(summary, '$.usage.output_tokens') AS BIGINT))
+                                 FROM api_calls WHERE run_id = ? AND json_extract(summary, '$.usage') IS NOT NULL""",
+                              [self.run_id]).fetchone()
+        return int(row[0]), int(row[1] or 0), int(row[2] or 0)
+
     def unit_records(self, unit: str) -> list[CallRecord]:
         """The records of one unit (a book's conversation), in the order they were stored."""
         with self.store._connect() as con:
