@@ -9,7 +9,7 @@ import streamlit as st
 
 import mia_core
 from ui.jobs import public_message
-from ui.models import finish_loading, model_picker
+from ui.models import NotForThisPage, finish_loading, model_picker
 from ui.query_state import restore, save
 
 st.set_page_config(page_title="MIA Lens", page_icon=":material/search:", layout="wide")
@@ -18,6 +18,7 @@ navigation = st.navigation([
     st.Page("app_pages/explore.py", title="Explore a text", icon=":material/biotech:"),
     st.Page("app_pages/benchmark.py", title="Benchmark methods", icon=":material/monitoring:"),
     st.Page("app_pages/audit.py", title="Book audit", icon=":material/menu_book:"),
+    st.Page("app_pages/chat_extraction.py", title="Extract books from a chat API", icon=":material/forum:"),
     st.Page("app_pages/unlearning.py", title="Unlearning audit", icon=":material/auto_delete:"),
     st.Page("app_pages/online.py", title="Long text, window by window", icon=":material/timeline:"),
     st.Page("app_pages/learn.py", title="Learn", icon=":material/school:"),
@@ -28,5 +29,7 @@ try:
     navigation.run()
 except mia_core.ModelLoadError as err:  # a page asked for the chosen model before the sidebar loaded it
     st.error(f"The model could not be loaded: {public_message(str(err))}")
+except NotForThisPage as err:  # a chat API chosen on a page that reads log-probs
+    st.info(str(err))
 finish_loading(spec, status)
 save(navigation.url_path)

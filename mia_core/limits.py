@@ -30,6 +30,11 @@ MAX_SESSION_UPLOAD_BYTES = 400_000_000
 #: Background book audits scoring at once in one dashboard server: 1. They share one model and device, so two
 #: at once only halve each other's speed and double the memory of the batches; a second one waits for the slot.
 MAX_BACKGROUND_JOBS = 1
+#: Most a chat API extraction started from the dashboard may spend: $50 or 10 M tokens (its budget is required and
+#: held to these; the CLI's `--budget` has no upper bound). A visitor spends the operator's key when the operator
+#: allows keys at all (docs: Security and limits).
+MAX_PAGE_BUDGET_DOLLARS = 50.0
+MAX_PAGE_BUDGET_TOKENS = 10_000_000
 #: What a run id may be (`?run=` links, `--job-id`): a letter or digit, then up to 63 letters, digits, `.`, `_`
 #: or `-`. Derived ids are 12 hex digits (`audit.jobs`).
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

@@ -17,6 +17,8 @@ from streamlit.elements.lib.mutable_status_container import StatusContainer
 import mia_core
 from mia_core import LanguageModel, TokenStats
 from mia_core.api import Allowed, methods_allowed
+from mia_core.model.chat.chat_model import ChatModel
+from mia_core.model.chat.spec import is_chat_spec
 from mia_core.model.served.spec import is_served_spec, parse_served_spec
 from ui.jobs import public_message
 from ui.markdown import md
@@ -28,9 +30,12 @@ BUILT_IN = {
     "demo-known": "SmolLM2-135M + demo-known adapter (knows the demo members)",
     "other": "Another model: hub id or local folder",
     "served": "A served model: vLLM or an OpenAI-compatible server",
+    "chat": "A chat API: generated text only (GPT, Claude, Gemini …)",
 }
 #: What the served model's box shows before anything is typed (docs: Models, "Served models").
 SERVED_EXAMPLE = "http://127.0.0.1:8000/v1?model=NAME"
+#: What the chat API's box shows (docs: Chat APIs).
+CHAT_EXAMPLE = "https://api.openai.com/v1?api=chat&model=NAME&key_env=OPENAI_API_KEY&price_in=2&price_out=8"
 #: Set to 1 by an operator who lets the dashboard's visitors use API keys from its environment (docs: Security).
 SERVED_KEYS_ENV = "MIA_LENS_SERVED_KEYS"
 #: Session keys: specs that failed to load (spec → message), the spec known loaded, a spec from a link to confirm.
@@ -49,7 +54,25 @@ def shared_model(spec: str) -> LanguageModel:
     return lm
 
 
+class NotForThisPage(Exception):
+    """The chosen model cannot serve this page: a chat API, which only generates text, on a page that reads log-probs
+    (app.py shows the message instead of the page)."""
+
+
+#: What a log-prob page says when a chat API is chosen.
+CHAT_ONLY = ("The chosen model is a chat API: it only generates text, so this page, which reads log-probs, cannot use "
+             "it. Open **Extract books from a chat API**, or choose another model in the sidebar.")
+
+
 def cached_model(spec: str) -> LanguageModel:
+    """The chosen model for a page that reads log-probs (`loaded_model`); a chat API is `NotForThisPage`."""
+    lm = loaded_model(spec)
+    if isinstance(lm, ChatModel):
+        raise NotForThisPage(CHAT_ONLY)
+    return lm
+
+
+def loaded_model(spec: str) -> LanguageModel | ChatModel:
     """`shared_model`, and, when it is the model chosen in the sidebar, its status says so at once (not only after
     the page's slower work: a result under a model must never sit beside "Loading …" and the last model's details)."""
     lm = shared_model(spec)
@@ -75,9 +98,24 @@ def chosen_spec() -> str | None:
     bar.header("Model")
     choice = bar.radio("Model", list(BUILT_IN), format_func=BUILT_IN.get, key="model_choice",
                        label_visibility="collapsed")
-    if choice not in ("other", "served"):
+    if choice not in ("other", "served", "chat"):
         return choice
-    if choice == "served":
+    if choice == "chat":
+        spec = bar.text_input("API URL and settings", key="model_chat", placeholder=CHAT_EXAMPLE).strip()
+        bar.caption("Settings after `?`: `api=chat` (or `completions`), `model=` the provider's name, `key_env=` the "
+                    "**name** of the variable holding the key (never the key), `price_in=`/`price_out=` dollars per "
+                    "million tokens, `rpm=`/`tpm=` rate limits. Only the page *Extract books from a chat API* uses it.")
+        if not spec:
+            bar.info("Enter the API's URL with api=chat and model=NAME.")
+            return None
+        if not is_chat_spec(spec):
+            bar.error("A chat API's spec is an http(s):// URL with api=chat (or api=completions) and model=NAME.")
+            return None
+        if "key_env=" in spec and os.environ.get(SERVED_KEYS_ENV) != "1":  # a visitor could spend our key anywhere
+            bar.error(f"This dashboard sends no API key from its environment (key_env=): its operator allows that "
+                      f"with {SERVED_KEYS_ENV}=1 (docs: Security and limits).")
+            return None
+    elif choice == "served":
         spec = bar.text_input("Server URL and settings", key="model_served", placeholder=SERVED_EXAMPLE).strip()
         bar.caption("Settings after `?`: `model=` the served name, `tokenizer=` a local folder or hub id (default: "
                     "the server's model root), `key_env=` the variable holding an API key, `logprobs=full` for the "
@@ -99,7 +137,7 @@ def chosen_spec() -> str | None:
             return None
     if spec == st.session_state.get(UNCONFIRMED):  # from a link: loaded (or asked) only when the visitor says so
         bar.info("This model came from the link. Load it only if you trust its name" +
-                 (" and the server it names." if choice == "served" else "."))
+                 (" and the server it names." if choice in ("served", "chat") else "."))
         if not bar.button("Load this model", key="model_confirm"):
             return None
         st.session_state.pop(UNCONFIRMED)
@@ -140,7 +178,7 @@ def finish_loading(spec: str | None, status: StatusContainer | None) -> None:
     if st.session_state.get(PENDING) is None:  # the page loaded it and the status said so then
         return
     try:
-        cached_model(spec)
+        loaded_model(spec)
     except mia_core.ModelLoadError as err:
         model_failed(spec, err)
         status.update(label=f"Could not load {spec}", state="error", expanded=True)
@@ -151,6 +189,11 @@ def describe_loaded(spec: str, status: StatusContainer, lm: LanguageModel) -> No
     """End the chosen model's status as loaded and say under it what was loaded: where, dtype, context, fingerprint."""
     st.session_state[LOADED] = spec
     status.update(label=f"Loaded {spec}", state="complete")
+    if isinstance(lm, ChatModel):  # a chat API: what answered, its tier and prices
+        st.sidebar.caption(f"{md(lm.name)}\n\nanswers as **{md(str(lm.answered_model))}**, tier **{lm.tier.name}** "
+                           f"(generated text only{', with its tokens’ log-probs' if lm.tier.name == 'GL' else ''}); "
+                           f"{md(lm.prices.words())}")
+        return
     if lm.model is None:  # served: where, and what it returns
         st.sidebar.caption(f"{md(lm.name)}\n\nserved at **{md(str(lm.device))}**, context "
                            f"{lm.max_length:,} tokens, {lm.concurrency.value} requests at once, fingerprint "

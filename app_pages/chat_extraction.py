@@ -1,0 +1,136 @@
+"""Extract books from a chat API (Ahmed et al. 2026): each book continued from its opening, beside a negative control,
+every call in the evidence record — what `mia extract-books` does, with the cost before and during the run.
+
+The run works in a background thread and writes to the results store as it goes, so a reload reattaches to it; the
+page polls its progress and the cost so far. A visitor's run is bounded: a budget is required, and at most
+`MAX_PAGE_TEXTS` texts.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from mia_core.audit.api_estimate import estimate
+from mia_core.audit.api_extraction import Text
+from mia_core.blackbox.two_phase import PROFILES, ExtractionSettings
+from mia_core.csv_safe import to_csv_safe
+from mia_core.limits import MAX_PAGE_BUDGET_DOLLARS, MAX_PAGE_BUDGET_TOKENS
+from mia_core.model.chat.chat_model import ChatModel
+from mia_core.model.chat.prices import Budget, parse_budget
+from mia_core.model.chat.spec import is_chat_spec
+from mia_core.runs.store import ResultsStore
+from ui.chat_extraction import (
+    DIFF_LEGEND, MAX_PAGE_TEXTS, diff_html, numbers_words, progress_words, read_texts, result_table, start_run,
+)
+from ui.jobs import session_folder
+from ui.markdown import md
+from ui.models import loaded_model
+from ui.uploads import saved_uploads
+
+RUN_KEY = "chat_run_id"
+#: Most characters pasted as one book or control (a whole book is uploaded as a file).
+MAX_PASTED_CHARS = 2_000_000
+UPLOAD_TYPES = ["txt", "md", "pdf", "epub", "zip", "csv", "jsonl"]
+
+st.title("Extract books from a chat API")
+st.caption("For models you can only chat with (GPT, Claude, Gemini …): does the model, given a book's opening, go on "
+           "to recite the book? Near-verbatim recall beside a text it cannot have seen, every call recorded. The "
+           "instruction is the paper's, never a jailbreak. Docs: Chat APIs.")
+spec = st.session_state.get("model_spec")
+if not spec or not is_chat_spec(spec):
+    st.info("Choose **A chat API** in the sidebar (a URL with `api=chat` and `model=`). Log-prob methods for other "
+            "models are on the other pages.")
+    st.stop()
+model: ChatModel = loaded_model(spec)  # type: ignore[assignment]  (a chat spec loads a ChatModel)
+st.markdown(f"Model **{md(model.chat.model)}** at `{md(model.chat.base_url)}`, answering as "
+            f"**{md(str(model.answered_model))}**; tier {model.tier.name}; {md(model.prices.words())}.")
+
+PASTE = "Paste a text"
+left, right = st.columns(2)
+books_how = left.radio("Books", ["Upload files", PASTE], horizontal=True, key="chat_books_how")
+books_files = books_pasted = None
+if books_how == PASTE:
+    books_pasted = left.text_area("Book text", height=120, key="chat_book_text", max_chars=MAX_PASTED_CHARS)
+else:
+    books_files = left.file_uploader("Books to extract", type=UPLOAD_TYPES, accept_multiple_files=True,
+                                     key="chat_books")
+control_how = right.radio("Negative control: a text the model cannot have seen (e.g. published after its cutoff)",
+                          ["Upload files", PASTE], horizontal=True, key="chat_control_how")
+control_files = control_pasted = None
+if control_how == PASTE:
+    control_pasted = right.text_area("Control text", height=120, key="chat_control_text", max_chars=MAX_PASTED_CHARS)
+else:
+    control_files = right.file_uploader("Control texts", type=UPLOAD_TYPES, accept_multiple_files=True,
+                                        key="chat_control")
+c1, c2, c3, c4 = st.columns(4)
+profile = c1.selectbox("Profile", list(PROFILES), key="chat_profile", help="The paper's settings per provider, or ours.")
+defaults = PROFILES[profile]
+max_tokens = int(c2.number_input("Tokens per turn", 1, 8000, defaults.max_tokens, key=f"chat_tokens_{profile}"))
+max_turns = int(c3.number_input("Continue turns per book", 0, 1000, defaults.max_turns, key=f"chat_turns_{profile}"))
+budget_text = c4.text_input("Budget (required)", "$1", key="chat_budget",
+                            help=f"Dollars (\"$5\") or tokens (\"2M tokens\"); at most ${MAX_PAGE_BUDGET_DOLLARS:g} or "
+                                 f"{MAX_PAGE_BUDGET_TOKENS:,} tokens from this page. The run stops before a request "
+                                 "that could pass it.")
+settings = ExtractionSettings.from_profile(profile, max_tokens=max_tokens, max_turns=max_turns)
+
+folder = session_folder("chat_uploads", "mia-chat-")
+books_source = saved_uploads(books_files, folder / "books", "The books")
+control_source = saved_uploads(control_files, folder / "control", "The control")
+texts, problems = [], []
+for source, pasted, role in ((books_source, books_pasted, "book"), (control_source, control_pasted, "control")):
+    if source is not None:
+        found, bad = read_texts(source, role)
+        texts += found
+        problems += bad
+    elif pasted and pasted.strip():
+        texts.append(Text(f"pasted {role}", pasted, role, "pasted"))
+for problem in problems:
+    st.warning(f"Not read: {md(problem)}")
+try:
+    budget = parse_budget(budget_text)
+    if (budget.dollars or 0) > MAX_PAGE_BUDGET_DOLLARS or (budget.tokens or 0) > MAX_PAGE_BUDGET_TOKENS:
+        raise ValueError(f"a run from this page spends at most ${MAX_PAGE_BUDGET_DOLLARS:g} or "
+                         f"{MAX_PAGE_BUDGET_TOKENS:,} tokens; the command line has no such bound")
+    if budget.dollars is not None and not model.prices.known:
+        raise ValueError("a dollar budget needs the API's prices (price_in=/price_out= in the spec); give tokens")
+except ValueError as err:
+    st.error(f"Budget: {err}")
+    budget = None
+
+roles = {t.role for t in texts}
+if texts:
+    st.info("Estimate: " + estimate([(t.text, t.role) for t in texts], settings, model.prices).words())
+ready = budget is not None and roles == {"book", "control"} and len(texts) <= MAX_PAGE_TEXTS
+if roles and "control" not in roles:
+    st.warning("Add a negative control: without one, what the method finds where there is nothing to find is unknown, "
+               "so the run is refused.")
+if len(texts) > MAX_PAGE_TEXTS:
+    st.error(f"{len(texts)} texts: a run from this page extracts at most {MAX_PAGE_TEXTS} (the CLI has no bound).")
+store = ResultsStore()
+if st.button("Run extraction", type="primary", disabled=not ready, key="chat_run"):
+    st.session_state[RUN_KEY] = start_run(model, store, texts, settings, budget or Budget())
+
+run_id = st.session_state.get(RUN_KEY)
+if run_id:
+    @st.fragment(run_every=2)
+    def progress() -> None:
+        words, working = progress_words(store, run_id, model)
+        (st.info if working else st.success)(("Running: " if working else "Run finished: ") + words)
+
+    progress()
+    table = result_table(store, run_id)
+    st.dataframe(table.drop(columns="unit"), hide_index=True, key="chat_results",
+                 column_config={"nv_recall": st.column_config.NumberColumn("nv-recall", format="percent")})
+    done = table.dropna(subset=["nv_recall"])
+    if not done.empty:
+        unit = st.selectbox("Diff view of", list(done["unit"]), key="chat_diff_unit",
+                            format_func=lambda u: str(done.set_index("unit").loc[u, "name"]))
+        row = done.set_index("unit").loc[unit]
+        st.markdown(numbers_words(row))
+        st.caption(DIFF_LEGEND)
+        st.html(diff_html(store, run_id, unit))
+        st.download_button("Diff (HTML)", diff_html(store, run_id, unit, shown_words=None),
+                           file_name=f"diff-{unit}.html", mime="text/html", key="chat_diff_download")
+    st.download_button("Results (CSV)", to_csv_safe(table.drop(columns="unit")), file_name=f"{run_id}.csv",
+                       mime="text/csv", key="chat_csv")
+    st.caption(f"Evidence record: run `{run_id}`. Check it with `mia verify {run_id}`: it re-walks every stored call "
+               "and recomputes these numbers from the stored answers.")
