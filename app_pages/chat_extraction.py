@@ -27,9 +27,17 @@ from ui.models import loaded_model
 from ui.uploads import saved_uploads
 
 RUN_KEY = "chat_run_id"
+#: Session key: the run whose finished results the whole page has drawn (the progress fragment reruns it once).
+DRAWN_KEY = "chat_run_drawn"
 #: Most characters pasted as one book or control (a whole book is uploaded as a file).
 MAX_PASTED_CHARS = 2_000_000
 UPLOAD_TYPES = ["txt", "md", "pdf", "epub", "zip", "csv", "jsonl"]
+#: The results table's headers, in words.
+COLUMN_WORDS = {"name": "text", "role": "role", "max_block": "longest block (words)",
+                "claim_blocks": "blocks ≥ 100 words", "m": "verbatim words", "missing": "missing words",
+                "additional": "additional words", "phase1_s": "probe score s", "halt": "halted by",
+                "halt_pattern": "pattern", "phase2_turns": "continue turns", "refusals": "refusals",
+                "input_tokens": "input tokens", "output_tokens": "output tokens"}
 
 st.title("Extract books from a chat API")
 st.caption("For models you can only chat with (GPT, Claude, Gemini …): does the model, given a book's opening, go on "
@@ -41,7 +49,7 @@ if not spec or not is_chat_spec(spec):
             "models are on the other pages.")
     st.stop()
 model: ChatModel = loaded_model(spec)  # type: ignore[assignment]  (a chat spec loads a ChatModel)
-st.markdown(f"Model **{md(model.chat.model)}** at `{md(model.chat.base_url)}`, answering as "
+st.markdown(f"Model **{md(model.chat.model)}** at {md(model.chat.base_url)}, answering as "
             f"**{md(str(model.answered_model))}**; tier {model.tier.name}; {md(model.prices.words())}.")
 
 PASTE = "Paste a text"
@@ -61,16 +69,19 @@ if control_how == PASTE:
 else:
     control_files = right.file_uploader("Control texts", type=UPLOAD_TYPES, accept_multiple_files=True,
                                         key="chat_control")
-c1, c2, c3, c4 = st.columns(4)
+c1, c2, c3, c4, c5 = st.columns(5)
 profile = c1.selectbox("Profile", list(PROFILES), key="chat_profile", help="The paper's settings per provider, or ours.")
 defaults = PROFILES[profile]
 max_tokens = int(c2.number_input("Tokens per turn", 1, 8000, defaults.max_tokens, key=f"chat_tokens_{profile}"))
 max_turns = int(c3.number_input("Continue turns per book", 0, 1000, defaults.max_turns, key=f"chat_turns_{profile}"))
-budget_text = c4.text_input("Budget (required)", "$1", key="chat_budget",
+probe_tokens = int(c4.number_input("Probe answer tokens", 1, 8000, 1000, key="chat_probe_tokens",
+                                   help="The first answer's length (the paper: 1000)."))
+budget_text = c5.text_input("Budget (required)", "$1", key="chat_budget",
                             help=f"Dollars (\"$5\") or tokens (\"2M tokens\"); at most ${MAX_PAGE_BUDGET_DOLLARS:g} or "
                                  f"{MAX_PAGE_BUDGET_TOKENS:,} tokens from this page. The run stops before a request "
                                  "that could pass it.")
-settings = ExtractionSettings.from_profile(profile, max_tokens=max_tokens, max_turns=max_turns)
+settings = ExtractionSettings.from_profile(profile, max_tokens=max_tokens, max_turns=max_turns,
+                                           phase1_max_tokens=probe_tokens)
 
 folder = session_folder("chat_uploads", "mia-chat-")
 books_source = saved_uploads(books_files, folder / "books", "The books")
@@ -115,11 +126,17 @@ if run_id:
     def progress() -> None:
         words, working = progress_words(store, run_id, model)
         (st.info if working else st.success)(("Running: " if working else "Run finished: ") + words)
+        if not working and st.session_state.get(DRAWN_KEY) != run_id:  # the results below were drawn mid-run
+            st.session_state[DRAWN_KEY] = run_id
+            st.rerun()
+        if working:
+            st.session_state[DRAWN_KEY] = None
 
     progress()
     table = result_table(store, run_id)
-    st.dataframe(table.drop(columns="unit"), hide_index=True, key="chat_results",
-                 column_config={"nv_recall": st.column_config.NumberColumn("nv-recall", format="percent")})
+    st.dataframe(table.drop(columns="unit"), hide_index=True, key="chat_results", column_config={
+        "nv_recall": st.column_config.NumberColumn("nv-recall", format="percent"),
+        **{name: st.column_config.Column(words) for name, words in COLUMN_WORDS.items()}})
     done = table.dropna(subset=["nv_recall"])
     if not done.empty:
         unit = st.selectbox("Diff view of", list(done["unit"]), key="chat_diff_unit",

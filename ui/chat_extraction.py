@@ -59,8 +59,8 @@ def progress_words(store: ResultsStore, run_id: str, model: ChatModel) -> tuple[
     money = f"${cost:,.4f} so far" if cost is not None else "cost unknown (no price)"
     job = job_state(run_id)
     working = job is not None and job.state != "done"
-    words = (f"{done} of {total} texts done; {requests:,} requests, {input_tokens:,} input + {output_tokens:,} output "
-             f"tokens, {money}")
+    words = (f"{done} of {total} texts done; {requests:,} request{'' if requests == 1 else 's'} answered, "
+             f"{input_tokens:,} input + {output_tokens:,} output tokens, {money}")
     if job is not None and job.error:
         words += f". Stopped: {job.error}"
     return words, working
