@@ -11,6 +11,7 @@ import streamlit as st
 
 from mia_core.audit.api_estimate import estimate
 from mia_core.audit.api_extraction import Text
+from mia_core.audit.api_report import api_report_html, api_report_pdf
 from mia_core.blackbox.two_phase import PROFILES, ExtractionSettings
 from mia_core.csv_safe import to_csv_safe
 from mia_core.limits import MAX_PAGE_BUDGET_DOLLARS, MAX_PAGE_BUDGET_TOKENS
@@ -147,7 +148,16 @@ if run_id:
         st.html(diff_html(store, run_id, unit))
         st.download_button("Diff (HTML)", diff_html(store, run_id, unit, shown_words=None),
                            file_name=f"diff-{unit}.html", mime="text/html", key="chat_diff_download")
-    st.download_button("Results (CSV)", to_csv_safe(table.drop(columns="unit")), file_name=f"{run_id}.csv",
+    d1, d2, d3 = st.columns(3)
+    d1.download_button("Results (CSV)", to_csv_safe(table.drop(columns="unit")), file_name=f"{run_id}.csv",
                        mime="text/csv", key="chat_csv")
+    d2.download_button("Report (HTML)", api_report_html(store, run_id), file_name=f"{run_id}-report.html",
+                       mime="text/html", key="chat_report")
+    if d3.button("Report (PDF)", key="chat_pdf_make"):
+        try:
+            d3.download_button("Download the PDF", api_report_pdf(store, run_id), file_name=f"{run_id}-report.pdf",
+                               mime="application/pdf", key="chat_pdf")
+        except RuntimeError as err:  # WeasyPrint or Pango missing
+            d3.error(str(err))
     st.caption(f"Evidence record: run `{run_id}`. Check it with `mia verify {run_id}`: it re-walks every stored call "
                "and recomputes these numbers from the stored answers.")

@@ -14,6 +14,7 @@ from typing import Optional
 import typer
 
 from ..audit.api_estimate import estimate
+from ..audit.api_report import api_report_html, api_report_pdf
 from ..audit.api_extraction import CLAIM_WORDS, ApiExtractionRun, RecordMismatch, Text
 from ..audit.api_verify import verify_run
 from ..audit.sources import read_books
@@ -42,7 +43,7 @@ def extract_books(
                               "or a table with book and text columns"),
     control: str = typer.Option(..., "--control", help="negative control: a text the model cannot have seen (e.g. "
                                 "published after its cutoff), in the same forms as --books"),
-    output_dir: Path = typer.Option(..., "--output-dir", help="where books.csv and extraction.json go"),
+    output_dir: Path = typer.Option(..., "--output-dir", help="where report.html, books.csv and extraction.json go"),
     profile: str = typer.Option("default", "--profile", help=f"Phase 2 settings: {', '.join(PROFILES)} (the paper's "
                                 "rows per provider)"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="answer length per continue turn (default: "
@@ -60,6 +61,7 @@ def extract_books(
                                          "model, settings and texts, so re-running resumes)"),
     operator: Optional[str] = typer.Option(None, "--operator", help="who runs it, for the record (default: the "
                                            "login name)"),
+    pdf: bool = typer.Option(False, "--pdf", help="also write report.pdf (WeasyPrint; needs the Pango library)"),
     estimate_only: bool = typer.Option(False, "--estimate", help="print the cost estimate and stop (sends one "
                                        "probe request)"),
 ) -> None:
@@ -88,6 +90,12 @@ def extract_books(
         fail(str(err))
     table = outcome.results.reindex(columns=["unit"] + CSV_COLUMNS)
     to_csv_safe(table.drop(columns="unit"), output_dir / "books.csv")
+    (output_dir / "report.html").write_text(api_report_html(results_store, outcome.run_id), encoding="utf-8")
+    if pdf:
+        try:
+            (output_dir / "report.pdf").write_bytes(api_report_pdf(results_store, outcome.run_id))
+        except RuntimeError as err:  # WeasyPrint or Pango missing
+            fail(str(err))
     (output_dir / "extraction.json").write_text(json.dumps(
         {"run_id": outcome.run_id, "status": outcome.status, "message": outcome.message, "head_hash": outcome.head,
          "store": str(results_store.path), "spent": outcome.spent.words(),

@@ -15,11 +15,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from mia_core.audit.api_extraction import ApiExtractionRun, Text, results_table
+from mia_core.audit.api_extraction import ApiExtractionRun, Text
+from mia_core.audit.api_report import api_report_html
 from mia_core.audit.api_verify import verify_run
 from mia_core.blackbox.two_phase import ExtractionSettings, seed_of
 from mia_core.model.chat.chat_model import connect_chat
 from mia_core.model.chat.prices import Budget
+from mia_core.runs.api_results import results_table
 from mia_core.runs.store import ResultsStore
 
 from tests.support.fake_chat import FakeChat
@@ -159,3 +161,22 @@ def test_a_killed_run_resumes_without_sending_a_stored_request_again(tmp_path):
     resumed_results = results_table(store, run_id)
     assert resumed_results.equals(whole.results)
     assert verify_run(store, run_id).fault is None
+
+
+def test_the_report_shows_book_and_control_the_limits_and_the_head_hash_escaped(tmp_path):
+    store = ResultsStore(tmp_path / "s.duckdb")
+    with FakeChat(BOOK) as api:
+        model = connect_chat(api.spec(price_in=2, price_out=8))
+        outcome = ApiExtractionRun(model, store, [Text("<script>alert(1)</script>", BOOK, "book"),
+                                                  Text("Late Book", CONTROL, "control")],
+                                   ExtractionSettings(max_tokens=50, phase1_max_tokens=50)).run()
+    page = api_report_html(store, outcome.run_id)
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "(book): nv-recall 100.0%" not in page  # the seed's prefix is never reproduced: it was given
+    book = outcome.results.iloc[0]
+    assert f"(book): nv-recall {book.nv_recall:.1%}; 1 block(s) of at least 100 words: evidence that the model " \
+           "reproduces this text" in page
+    assert "<b>Late Book</b> (negative control): nv-recall 0.0%; no block of 100 words: not evidence" in page
+    assert "nv-recall is a loose lower bound" in page and "not evidence about the rest of the model" in page
+    assert outcome.head in page and f"mia verify {outcome.run_id} --store {store.path}" in page
+    assert "no jailbreak" in page and "$2.00 in / $8.00 out" in page
