@@ -28,7 +28,7 @@ from tests.support.tiny import random_texts, tiny_gpt2, tiny_llama, tiny_tokeniz
 #: there, as that costs about a second and an engine tens of seconds). The dashboard is found by `server_store`, which
 #: `server` uses: other test modules have a `server` fixture of their own (a scripted HTTP server).
 WORKER_GROUPS = {"vllm_demo": "vllm", "vllm_lora": "vllm", "vllm_merged": "vllm", "demo_known_merged": "vllm",
-                 "server_store": "dashboard"}
+                 "vllm_book": "vllm", "server_store": "dashboard"}
 
 
 def pytest_configure(config: pytest.Config) -> None:

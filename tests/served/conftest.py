@@ -16,6 +16,7 @@ import pytest
 from mia_core.model.builtin import demo_known_dir
 from mia_core.model.demo_weights import demo_folder
 
+from tests.support.book_model import ASSET_DIR as BOOK_MODEL_DIR
 from tests.support.ports import free_port
 from tests.support.vllm_server import ARTIFACTS, VllmServer, merged_folder, missing_engine, start_server
 
@@ -57,3 +58,10 @@ def demo_known_merged() -> Path:
 def vllm_merged(request, demo_known_merged) -> Iterator[VllmServer]:
     """The merged demo-known folder served as `demo-known-merged`."""
     yield from _serve(request, "merged", model=demo_known_merged, name="demo-known-merged")
+
+
+@pytest.fixture(scope="session")
+def vllm_book(request) -> Iterator[VllmServer]:
+    """The memorised-book test model (tests/support/book_model.py, committed in tests/assets/book-model) served as
+    `book`; its chat template ships with the tokenizer."""
+    yield from _serve(request, "book", model=BOOK_MODEL_DIR, name="book")
