@@ -16,7 +16,8 @@ from ..model.options import ModelOptions
 from .app import fail
 from .groups import load, option_groups
 from .options import (
-    BosOpt, ModelOpt, PrefixOpt, StrideOpt, SuffixOpt, TemperatureOpt, TextColumnOpt, TopKOpt, is_named_set, writable,
+    BosOpt, ModelOpt, PrefixOpt, StrideOpt, SuffixOpt, TemperatureOpt, TextColumnOpt, TopKOpt, WindowsOpt, is_named_set,
+    writable,
 )
 from .progress import progress_bar
 from .terminal import echo
@@ -40,12 +41,13 @@ def extract(
     temperature: float = TemperatureOpt,
     text_column: str = TextColumnOpt,
     bos: str = BosOpt,
+    windows: str = WindowsOpt,
     options: ModelOptions = ModelOptions(),
 ) -> None:
     """Extraction probability per window ((n,p)-discoverable): can the model reproduce each passage verbatim from the
     text before it?"""
     try:
-        settings = ExtractionSettings(prefix, suffix, stride, top_k, temperature, bos)
+        settings = ExtractionSettings(prefix, suffix, stride, top_k, temperature, bos, windows)
     except ValueError as err:
         fail(str(err))
     data = datasets.load(str(input)) if is_named_set(input) else read_texts(input, text_column=text_column)
@@ -53,17 +55,30 @@ def extract(
     if summary is not None:
         writable(summary)
     lm = load(model, options)
-    results = extract_texts(lm, data["text"].tolist(), settings, progress=progress_bar("extraction (distinct windows)", "windows"))
+    try:
+        results = extract_texts(lm, data["text"].tolist(), settings,
+                                progress=progress_bar("extraction (distinct windows)", "windows"))
+    except ValueError as err:
+        fail(str(err))
     ids = data["id"].astype(str).tolist()
-    tables = [r.windows.assign(id=i) for i, r in zip(ids, results)]
-    windows = pd.concat(tables, ignore_index=True)[["id", *WINDOW_COLUMNS]] if tables else pd.DataFrame()
-    to_csv_safe(windows, output)
-    rows = [{"id": i, **r.summary(), **_longest(r)} for i, r in zip(ids, results)]
+    tables = [r.windows.assign(id=i, window_scheme=settings.windows) for i, r in zip(ids, results)]
+    table = pd.concat(tables, ignore_index=True)[["id", "window_scheme", *WINDOW_COLUMNS]] if tables else pd.DataFrame()
+    to_csv_safe(table, output)
+    rows = [{"id": i, "window_scheme": settings.windows, **r.summary(), **_longest(r)} for i, r in zip(ids, results)]
     if summary is not None:
         to_csv_safe(pd.DataFrame(rows), summary)
     for row in rows:
         echo(_line(row, settings))
-    echo(f"wrote {len(windows):,} windows to {output}" + (f" and a summary per text to {summary}" if summary else ""))
+    echo(f"wrote {len(table):,} windows ({_scheme(settings)}) to {output}" +
+         (f" and a summary per text to {summary}" if summary else ""))
+
+
+def _scheme(settings: ExtractionSettings) -> str:
+    """Which windows were used, in words."""
+    if settings.windows == "reference":
+        return (f"reference windows: Cooper et al.'s, {settings.stride}-character stride, prefix {settings.prefix} "
+                f"tokens with the BOS, ties at the top as 1/m")
+    return f"our windows: {settings.stride}-token stride"
 
 
 def _longest(result) -> dict:

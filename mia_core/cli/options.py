@@ -56,6 +56,9 @@ StrideOpt = typer.Option(10, "--stride", help="extraction: tokens between window
                          "token (prefix+suffix)/stride times (50: every suffix token once, at 2×)")
 TopKOpt = typer.Option(40, "--top-k", help="extraction: top-k sampling's k (the paper: 40); greedy is reported too")
 TemperatureOpt = typer.Option(1.0, "--temperature", help="extraction: sampling temperature (the paper: 1)")
+WindowsOpt = typer.Option("ours", "--windows", help="extraction: ours (windows of the text's tokens, --stride in "
+                          "tokens) or reference (Cooper et al.'s code: --stride in characters, each slice "
+                          "re-tokenised, BOS inside the prefix, a tie at the top as 1/m)")
 BosOpt = typer.Option("auto", "--bos", help="auto: prepend the document-boundary token; none: reference-code behaviour")
 LongTextOpt = typer.Option("sliding", "--long-text", help="sliding or truncate, for texts longer than the context")
 RefModelOpt = typer.Option(None, "--ref-model", help="reference model ('demo', a folder or a hub id), for "

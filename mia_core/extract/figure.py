@@ -39,13 +39,13 @@ def y_ticks(floor: float) -> tuple[list[float], list[str]]:
 def hover_lines(result: ExtractionResult) -> list[str]:
     """Each window's hover: its number, suffix characters and tokens, p_z, greedy flag, draws for p = 0.5, and how its
     suffix starts."""
-    w, s = result.windows, result.settings
     out = []
-    for row in w.itertuples(index=False):
+    for row in result.windows.itertuples(index=False):
         suffix = result.text[row.suffix_char_start : row.char_end]
         shown = visible(suffix[:HOVER_CHARS]).replace("\n", "⏎") + ("…" if len(suffix) > HOVER_CHARS else "")
         n50 = "∞" if not math.isfinite(row.n_for_p50) else f"{row.n_for_p50:,.0f}"
-        out.append(f"window {row.window}: suffix tokens {row.token_start + s.prefix}–{row.token_start + s.window - 1}, "
+        out.append(f"window {row.window}: suffix tokens {row.token_start + row.prefix_tokens}–"
+                   f"{row.token_start + row.prefix_tokens + row.suffix_tokens - 1}, "
                    f"characters {row.suffix_char_start}–{row.char_end - 1}<br>p_z = {format_pz(row.log10_pz)}"
                    f"{' · greedy' if row.greedy else ''} · draws for p = 0.5: {n50}<br>“{shown}”")
     return out
@@ -53,8 +53,8 @@ def hover_lines(result: ExtractionResult) -> list[str]:
 
 def strip_figure(result: ExtractionResult, *, height: int = 340) -> go.Figure:
     """log10 p_z per window (x: the token where its suffix starts), p_z = 0 on a floor, greedy windows as diamonds."""
-    w, s = result.windows, result.settings
-    x = w["token_start"].to_numpy() + s.prefix
+    w = result.windows
+    x = w["token_start"].to_numpy() + w["prefix_tokens"].to_numpy()
     y = w["log10_pz"].to_numpy()
     floor = zero_floor(y)
     finite, greedy = np.isfinite(y), w["greedy"].to_numpy()

@@ -3,11 +3,13 @@ greedy flag.
 
 Windows are fed whole (`WindowLayout.fed`); only the suffix positions' logits are computed (where the head is a
 plain linear layer on the last hidden state, a chunk of rows at a time, as the statistics pass does) and reduced at
-once (`reduce.reduce_suffix_rows`). Identical windows (a repeated passage) are computed once.
+once (`reduce.reduce_suffix_rows`; the ties at the top too, `reduce.top_ties`, for the reference greedy rule).
+Identical windows (a repeated passage) are computed once.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
@@ -15,7 +17,7 @@ import torch
 from torch import nn
 
 from ..model.forward import head_chunk_rows, head_logits, plain_head
-from .reduce import reduce_suffix_rows
+from .reduce import reduce_suffix_rows, top_ties
 from .settings import ExtractionSettings
 
 LN10 = math.log(10.0)
@@ -32,27 +34,39 @@ class ComputesWindows(Protocol):
 Progress = Callable[[int, int], None]
 
 
-@torch.inference_mode()
-def window_log10_pz(model: nn.Module, fed: np.ndarray, settings: ExtractionSettings, n_lead: int, *,
-                    batch_tokens: int, progress: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(log10 p_z (w,) float64 under top-k sampling, greedy flag (w,) bool) of the windows `fed` (w, width) int64.
+@dataclass(frozen=True)
+class WindowPz:
+    """What the pass gives per window (w,): `log10_pz` under top-k sampling (float64), `top` whether every suffix token
+    is the model's top token (a tie at the top counted as top), and `log10_tied` the greedy probability with m tokens
+    tied at the top each 1/m (Cooper et al.'s k = 1; −inf where a suffix token is below the top), or None where it was
+    not asked for."""
 
-    Each row is one window as fed (lead token, prefix, suffix); its suffix's log-probabilities are summed in float64.
+    log10_pz: np.ndarray
+    top: np.ndarray
+    log10_tied: np.ndarray | None = None
+
+
+@torch.inference_mode()
+def window_pz(model: nn.Module, fed: np.ndarray, settings: ExtractionSettings, n_lead: int, *, batch_tokens: int,
+              progress: Progress | None = None, tied: bool = False) -> WindowPz:
+    """`WindowPz` of the windows `fed` (w, width) int64, each row one window as fed (n_lead lead tokens, prefix,
+    suffix); its suffix's log-probabilities are summed in float64.
+
     batch_tokens : tokens fed per batch (`LanguageModel.auto_batch_tokens`); halved on a CUDA out-of-memory error.
+    tied : also count the ties at the top (`WindowPz.log10_tied`; one more pass over each suffix row's logits).
     """
     n = fed.shape[0]
-    log10_pz, greedy = np.empty(n, np.float64), np.empty(n, bool)
     if n == 0:
-        return log10_pz, greedy
+        return WindowPz(np.empty(0, np.float64), np.empty(0, bool), np.empty(0, np.float64) if tied else None)
     unique, inverse = np.unique(fed, axis=0, return_inverse=True)
     device = next(model.parameters()).device
     rows = max(1, batch_tokens // fed.shape[1])
-    u_pz, u_greedy = np.empty(len(unique), np.float64), np.empty(len(unique), bool)
+    u_pz, u_top, u_tied = np.empty(len(unique), np.float64), np.empty(len(unique), bool), np.empty(len(unique))
     done = 0
     while done < len(unique):
         end = min(done + rows, len(unique))
         try:
-            logq, rank = _suffix_logq(model, torch.from_numpy(unique[done:end]).to(device), settings, n_lead)
+            logq, rank, ties = _suffix_logq(model, torch.from_numpy(unique[done:end]).to(device), settings, n_lead, tied)
         except torch.cuda.OutOfMemoryError:
             if rows == 1:
                 raise
@@ -60,17 +74,30 @@ def window_log10_pz(model: nn.Module, fed: np.ndarray, settings: ExtractionSetti
             rows //= 2
             continue
         u_pz[done:end] = logq.to(torch.float64).sum(-1).cpu().numpy() / LN10
-        u_greedy[done:end] = (rank == 1).all(-1).cpu().numpy()
+        top = (rank == 1).all(-1)
+        u_top[done:end] = top.cpu().numpy()
+        if ties is not None:  # −Σ log10 m over the suffix where every token is at the top, else −inf
+            spent = 0.0 - torch.log10(ties.to(torch.float64)).sum(-1)  # 0.0, not −0.0, where no ties
+            u_tied[done:end] = torch.where(top, spent, torch.full_like(spent, -math.inf)).cpu().numpy()
         done = end
         if progress is not None:
             progress(done, len(unique))
-    log10_pz[:], greedy[:] = u_pz[inverse.reshape(-1)], u_greedy[inverse.reshape(-1)]
-    return log10_pz, greedy
+    inverse = inverse.reshape(-1)
+    return WindowPz(u_pz[inverse], u_top[inverse], u_tied[inverse] if tied else None)
 
 
-def _suffix_logq(model: nn.Module, ids: torch.Tensor, settings: ExtractionSettings,
-                 n_lead: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(log q of each suffix token (b, S), its rank (b, S)) for a batch of fed windows (b, width)."""
+def window_log10_pz(model: nn.Module, fed: np.ndarray, settings: ExtractionSettings, n_lead: int, *,
+                    batch_tokens: int, progress: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(log10 p_z (w,) float64 under top-k sampling, greedy flag (w,) bool) of the windows `fed` (w, width) int64
+    (`window_pz` without the ties)."""
+    found = window_pz(model, fed, settings, n_lead, batch_tokens=batch_tokens, progress=progress)
+    return found.log10_pz, found.top
+
+
+def _suffix_logq(model: nn.Module, ids: torch.Tensor, settings: ExtractionSettings, n_lead: int,
+                 tied: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(log q of each suffix token (b, S), its rank (b, S), the tokens tied at the top (b, S) or None) for a batch of
+    fed windows (b, width)."""
     b, s = ids.shape[0], settings.suffix
     first = n_lead + settings.prefix - 1  # the position whose logits predict the first suffix token
     targets = ids[:, first + 1 : first + 1 + s].reshape(-1)
@@ -88,9 +115,12 @@ def _suffix_logq(model: nn.Module, ids: torch.Tensor, settings: ExtractionSettin
         logits_of = lambda sl: flat[sl]  # noqa: E731
         vocab = flat.shape[-1]
     step = head_chunk_rows(ids.device, vocab)
-    parts = [reduce_suffix_rows(logits_of(slice(i, i + step)), targets[i : i + step], settings.top_k,
-                                settings.temperature) for i in range(0, b * s, step)]
+    parts, ties = [], []
+    for i in range(0, b * s, step):
+        rows = logits_of(slice(i, i + step))  # (rows, vocab)
+        parts.append(reduce_suffix_rows(rows, targets[i : i + step], settings.top_k, settings.temperature))
+        if tied:
+            ties.append(top_ties(rows, settings.temperature))
     logq = torch.cat([p[0] for p in parts]).reshape(b, s)
     rank = torch.cat([p[1] for p in parts]).reshape(b, s)
-    return logq, rank
-
+    return logq, rank, torch.cat(ties).reshape(b, s) if tied else None

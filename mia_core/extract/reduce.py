@@ -5,6 +5,9 @@ them. Every token tied with the k-th highest logit is kept (Cooper et al.'s code
 too). So log q(true) = z_true/T − logsumexp over {v : z_v ≥ kth} of z_v/T when the true token's rank is ≤ k (rank =
 1 + the tokens with a strictly higher logit), else −inf. Reduced in float32 (float64 for float64 logits), a block
 of rows at a time: never a (windows, T, vocab) tensor.
+
+Greedy decoding under Cooper et al.'s code is top-k with k = 1, so m tokens tied at the top each get 1/m
+(`top_ties`); our greedy flag counts a true token tied at the top as the model's choice (rank 1).
 """
 from __future__ import annotations
 
@@ -37,6 +40,16 @@ def reduce_suffix_logits(logits: torch.Tensor, targets: torch.Tensor, top_k: int
         lse = torch.where(ties > 0, torch.logaddexp(lse, extra), lse)
     logq = torch.where(rank <= k, true - lse, torch.full_like(true, -math.inf))
     return logq, rank
+
+
+@torch.inference_mode()
+def top_ties(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """(rows,) int64: how many tokens share the highest logit of each row of a (rows, vocab) block, on the logits as
+    `reduce_suffix_logits` reduces them (upcast, divided by the temperature)."""
+    z = logits.to(stats_dtype(logits.dtype))
+    if temperature != 1.0:
+        z = z / temperature
+    return (z == z.max(dim=-1, keepdim=True).values).sum(-1, dtype=torch.int32).to(torch.int64)
 
 
 def reduce_suffix_rows(logits: torch.Tensor, targets: torch.Tensor, top_k: int,

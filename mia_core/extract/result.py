@@ -1,7 +1,7 @@
 """`ExtractionResult`: one text's windows with their extraction probabilities, and what they add up to.
 
-Per window: where it lies (tokens and characters), log10 p_z under top-k sampling, the greedy flag, and n needed for
-p = 0.5 and 0.95 ((n,p)-discoverability: 1 − (1 − p_z)^n ≥ p). Per character: the highest p_z of the windows whose
+Per window: where it lies (tokens and characters), log10 p_z under top-k sampling, the greedy flag and greedy
+probability under the windows' greedy rule (`greedy_columns`), and n needed for p = 0.5 and 0.95 ((n,p)-discoverability: 1 − (1 − p_z)^n ≥ p). Per character: the highest p_z of the windows whose
 suffix covers it, as the paper's figures. Passages: the characters covered by the suffixes of windows at or above a
 threshold, merged where they touch or overlap.
 """
@@ -23,7 +23,7 @@ P_TARGETS = (0.5, 0.95)
 #: Where a window lies: its first token, its first character, its suffix's first character, its last character + 1.
 SPAN_COLUMNS = ("token_start", "char_start", "suffix_char_start", "char_end")
 WINDOW_COLUMNS = ("window", "token_start", "char_start", "suffix_char_start", "char_end", "prefix_tokens",
-                  "suffix_tokens", "log10_pz", "pz", "greedy", "n_for_p50", "n_for_p95")
+                  "suffix_tokens", "log10_pz", "pz", "greedy", "log10_pz_greedy", "n_for_p50", "n_for_p95")
 
 
 def n_needed(log10_pz: np.ndarray, p: float) -> np.ndarray:
@@ -114,18 +114,40 @@ class ExtractionResult:
         return out
 
 
+def greedy_columns(windows: str, top: np.ndarray, log10_tied: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(greedy flag, log10 greedy probability) per window under the greedy rule of the `windows` scheme.
+
+    "ours": greedy decoding reproduces the suffix when every suffix token is at the top, a tie there included
+    (probability 1, else 0). "reference" (Cooper et al.'s k = 1): m tokens tied at the top each get 1/m, so the
+    probability is ∏ 1/m (`log10_tied`), and the flag holds only where it is 1 (the top unique at every position).
+    """
+    top = np.asarray(top, bool)
+    if windows == "ours":
+        return top, np.where(top, 0.0, -np.inf)
+    tied = np.asarray(log10_tied, np.float64)
+    return tied == 0.0, tied
+
+
 def window_table(spans: dict[str, np.ndarray], settings: ExtractionSettings, log10_pz: np.ndarray,
-                 greedy: np.ndarray) -> pd.DataFrame:
-    """The per-window table of a text from its windows' places (`SPAN_COLUMNS`) and the pass's results."""
+                 greedy: np.ndarray, *, log10_pz_greedy: np.ndarray | None = None,
+                 prefix_tokens: int | None = None) -> pd.DataFrame:
+    """The per-window table of a text from its windows' places (`SPAN_COLUMNS`) and the pass's results.
+
+    log10_pz_greedy : the greedy probability (`greedy_columns`; default 1 where `greedy`, else 0).
+    prefix_tokens : text tokens of each prefix (default `settings.prefix`; P − 1 after a reference window's BOS).
+    """
     n = len(log10_pz)
+    greedy = np.asarray(greedy).astype(bool)
     table = {
         "window": np.arange(n, dtype=np.int64),
         **{name: np.asarray(spans[name], np.int64) for name in SPAN_COLUMNS},
-        "prefix_tokens": np.full(n, settings.prefix, np.int64),
+        "prefix_tokens": np.full(n, settings.prefix if prefix_tokens is None else prefix_tokens, np.int64),
         "suffix_tokens": np.full(n, settings.suffix, np.int64),
         "log10_pz": np.asarray(log10_pz, np.float64),
         "pz": np.power(10.0, log10_pz),
-        "greedy": np.asarray(greedy).astype(bool),
+        "greedy": greedy,
+        "log10_pz_greedy": np.where(greedy, 0.0, -np.inf) if log10_pz_greedy is None else
+        np.asarray(log10_pz_greedy, np.float64),
         "n_for_p50": n_needed(log10_pz, P_TARGETS[0]),
         "n_for_p95": n_needed(log10_pz, P_TARGETS[1]),
     }

@@ -1,8 +1,8 @@
 """`ExtractionSettings`: the window layout and sampling scheme of (n,p)-discoverable extraction, one validated value.
 
 Defaults are Cooper et al.'s (arXiv 2505.12546): 50-token prefixes and suffixes, top-k sampling with k = 40 at
-temperature 1. The paper slides its windows 10 *characters* at a time; we slide `stride` tokens (docs/methods.md,
-"Extraction").
+temperature 1. The paper slides its windows 10 *characters* at a time; our windows (`windows="ours"`) slide `stride`
+tokens, theirs (`windows="reference"`, `extract.reference`) `stride` characters (docs/methods.md, "Extraction").
 """
 from __future__ import annotations
 
@@ -19,18 +19,25 @@ MAX_WINDOW_TOKENS = 4096
 MAX_WINDOWS = 500_000
 #: The largest top-k (the full vocabulary of today's models is below it; a larger k is plain temperature sampling).
 MAX_TOP_K = 1 << 20
+#: How windows are cut: "ours" (token windows, `extract.windows`) or "reference" (Cooper et al.'s code's character
+#: windows and greedy rule, `extract.reference`).
+WINDOW_SCHEMES = ("ours", "reference")
 
 
 @dataclass(frozen=True)
 class ExtractionSettings:
     """How windows are cut and how the model would sample their suffixes.
 
-    prefix, suffix : tokens the model is given, and tokens it must reproduce (paper: 50 and 50).
-    stride : tokens between the starts of consecutive windows (10: each text token is fed (P+S)/10 times).
+    prefix, suffix : tokens the model is given, and tokens it must reproduce (paper: 50 and 50); under "reference"
+        windows the prefix counts the lead token (BOS + P−1 text tokens), as their code's `suffix_start_index`.
+    stride : tokens ("ours") or characters ("reference") between the starts of consecutive windows (10: each text
+        token is fed (P+S)/10 times under "ours").
     top_k, temperature : the sampling scheme whose probability p_z is computed (paper: k = 40, T = 1);
         greedy extraction (k = 1) is reported beside it for every window.
     bos : "auto" feeds the model's document-boundary token before each window's prefix (as the statistics
         pass does before a text); "none" feeds the prefix alone.
+    windows : "ours" (windows of the whole text's tokens, ties at the top count as greedy) or "reference" (Cooper et
+        al.'s code: character slices re-tokenised, the greedy probability with a tie of m tokens at the top as 1/m).
     """
 
     prefix: int = 50
@@ -39,6 +46,7 @@ class ExtractionSettings:
     top_k: int = 40
     temperature: float = 1.0
     bos: str = "auto"
+    windows: str = "ours"
 
     def __post_init__(self) -> None:
         for name in ("prefix", "suffix", "stride"):
@@ -53,6 +61,7 @@ class ExtractionSettings:
             raise ValueError(f"temperature must be a number above 0 (got {temperature!r})")
         object.__setattr__(self, "temperature", float(temperature))
         check_choice("BOS policy", self.bos, BOS_POLICIES)
+        check_choice("extraction windows", self.windows, WINDOW_SCHEMES)
 
     @property
     def window(self) -> int:
@@ -63,10 +72,18 @@ class ExtractionSettings:
         """The settings as a plain dict (for records, cache keys and reports)."""
         return asdict(self)
 
+    @property
+    def stride_unit(self) -> str:
+        """What the stride counts: "tokens" (our windows) or "characters" (the reference windows)."""
+        return "tokens" if self.windows == "ours" else "characters"
+
     def key(self) -> str:
-        """The part of a cache key these settings decide."""
-        return "|".join(f"{k}={v}" for k, v in sorted(self.as_dict().items()))
+        """The part of a cache key these settings decide ("ours" windows are left out: the keys made before the
+        setting existed stay valid)."""
+        items = {k: v for k, v in self.as_dict().items() if not (k == "windows" and v == "ours")}
+        return "|".join(f"{k}={v}" for k, v in sorted(items.items()))
 
     def forward_tokens_per_text_token(self) -> float:
-        """Tokens fed to the model per text token: (P + S) / stride (10 at the defaults)."""
+        """Tokens fed to the model per text token: (P + S) / stride (10 at the defaults) under "ours" (under
+        "reference" per text character)."""
         return self.window / self.stride

@@ -36,6 +36,23 @@ class WindowLayout:
         """Tokens fed per window."""
         return self.n_lead + self.settings.window
 
+    @property
+    def prefix_text_tokens(self) -> int:
+        """Text tokens of each prefix (P: the lead token comes before it)."""
+        return self.settings.prefix
+
+    @property
+    def n_windows(self) -> int:
+        return len(self.starts)
+
+    @property
+    def n_text_tokens(self) -> int:
+        return len(self.ids)
+
+    def all_fed(self) -> np.ndarray:
+        """(windows, fed_width) int64: what the model is fed for every window."""
+        return self.fed(np.arange(self.n_windows))
+
     def fed(self, which: np.ndarray) -> np.ndarray:
         """(len(which), fed_width) int64: what the model is fed for the windows `which` (indices into `starts`)."""
         cols = self.starts[which][:, None] + np.arange(self.settings.window)[None, :]
@@ -84,6 +101,9 @@ def layout_text(lm: LanguageModel, text: str, settings: ExtractionSettings) -> W
 def layout_encoded(lm: LanguageModel, encoding, settings: ExtractionSettings) -> WindowLayout:
     """The windows of a text from its (ids, offsets) encoding (`encode_texts(..., arrays=True)`)."""
     ids, offsets = encoding
+    if settings.windows != "ours":
+        raise ValueError(f"{settings.windows} windows are cut from the text's characters (extract.reference), not "
+                         "from its tokens")
     if offsets is None:
         raise ValueError(f"extraction needs a fast tokenizer (character offsets); {lm.name}'s tokenizer has none")
     lead, skip = lead_token(lm, ids, settings.bos)
