@@ -27,6 +27,7 @@ from ..blackbox.call_summary import call_summary, read_answer
 from ..blackbox.normalize import NORMALIZATION_VERSION
 from ..blackbox.nv_recall import nv_recall
 from ..blackbox.two_phase import Conversation, ExtractionSettings, converse
+from ..blackbox.window_sampling import WindowSettings, sample_text
 from ..model.chat.answers import ChatAnswer, parse_answer
 from ..model.chat.chat_model import ChatModel
 from ..model.chat.client import ChatGaveUp, Exchange, request_bytes
@@ -36,10 +37,8 @@ from ..runs.evidence import CallRecord, EvidenceRecord
 from ..runs.store import ResultsStore, RunRecord
 from ..version import code_version
 
-METHOD = "api_extraction"
 #: Bumped when what a run derives from its answers changes (its results then differ from older runs' on replay).
 METHOD_VERSION = "1"
-RUN_KIND = "api-extraction"
 #: Final blocks at least this long (near-verbatim words) support an extraction claim for that text [paper §3.3.2].
 CLAIM_WORDS = 100
 
@@ -72,9 +71,9 @@ def unit_ids(texts: Sequence[Text]) -> list[str]:
     return out
 
 
-def run_plan(model: ChatModel, texts: Sequence[Text], settings: ExtractionSettings) -> dict:
+def run_plan(model: ChatModel, texts: Sequence[Text], settings: Settings) -> dict:
     """What decides the run's requests (a resumed run must have the same): the API spec, settings, the texts."""
-    return {"method": METHOD, "method_version": METHOD_VERSION, "spec": model.spec, "api": model.chat.api,
+    return {"method": procedure_for(settings).method, "method_version": METHOD_VERSION, "spec": model.spec, "api": model.chat.api,
             "model": model.chat.model, "settings": asdict(settings), "normalization": NORMALIZATION_VERSION,
             "texts": [{"unit": u, "name": t.name, "role": t.role, "sha256": t.sha256, "source": t.source}
                       for u, t in zip(unit_ids(texts), texts)]}
@@ -91,7 +90,7 @@ def run_manifest(plan: dict, model: ChatModel, operator: str | None) -> dict:
 
 
 def default_run_id(plan: dict) -> str:
-    return "api-extraction-" + hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:12]
+    return PROCEDURES[plan["method"]].kind + "-" + hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def derive(text: str, conversation: Conversation) -> dict:
@@ -115,6 +114,39 @@ def derive(text: str, conversation: Conversation) -> dict:
             "claim_blocks": sum(b.m >= CLAIM_WORDS for b in nv.blocks)}
 
 
+@dataclass(frozen=True)
+class Procedure:
+    """What a run does with each text: its method's name, its run kind, its settings' type, and the pure function of
+    (text, model, api, settings, send, wait) that gives the text's result — live or replayed from the record."""
+
+    method: str
+    kind: str
+    settings: type
+    run: Callable[..., dict]
+    needs_control: bool
+
+
+def _two_phase(text: str, model: str, api: str, settings: ExtractionSettings, send, wait) -> dict:
+    return derive(text, converse(text, model, api, settings, send, wait))
+
+
+PROCEDURES = {p.method: p for p in (
+    Procedure("api_extraction", "api-extraction", ExtractionSettings, _two_phase, needs_control=True),
+    Procedure("extraction_blackbox", "api-windows", WindowSettings, sample_text, needs_control=False))}
+RUN_KINDS = {p.kind for p in PROCEDURES.values()}
+Settings = ExtractionSettings | WindowSettings
+
+
+def scope_of(settings: Settings) -> str:
+    """Where refusals are looked for in an answer (two-phase settings choose; windows read the whole answer)."""
+    return getattr(settings, "refusal_scope", "all")
+
+
+def procedure_for(settings: Settings) -> Procedure:
+    """The procedure whose settings these are."""
+    return next(p for p in PROCEDURES.values() if isinstance(settings, p.settings))
+
+
 @dataclass
 class Outcome:
     """How a run ended ("done", "budget": stopped before a request that could pass it), its results, what it spent."""
@@ -130,10 +162,11 @@ class Outcome:
 class ApiExtractionRun:
     """One run: plan it in the store (or find it), then extract each text not yet done."""
 
-    def __init__(self, model: ChatModel, store: ResultsStore, texts: Sequence[Text], settings: ExtractionSettings, *,
+    def __init__(self, model: ChatModel, store: ResultsStore, texts: Sequence[Text], settings: Settings, *,
                  budget: Budget = Budget(), run_id: str | None = None, operator: str | None = None,
                  wait: Callable[[float], None] = time.sleep):
-        if not any(t.role == "control" for t in texts):
+        self.procedure = procedure_for(settings)
+        if self.procedure.needs_control and not any(t.role == "control" for t in texts):
             raise ValueError("a book-extraction run needs a negative control: a text the model cannot have seen (e.g. "
                              "one published after its training cutoff), run the same way, so that the report can "
                              "show what the method finds where there is nothing to find")
@@ -144,7 +177,8 @@ class ApiExtractionRun:
         self.evidence = EvidenceRecord(store, self.run_id)
         self.budget, self.wait = budget, wait
         manifest = run_manifest(self.plan, model, operator)
-        record = RunRecord(self.run_id, RUN_KIND, model.spec, model.fingerprint, METHOD, asdict(settings), 0,
+        record = RunRecord(self.run_id, self.procedure.kind, model.spec, model.fingerprint, self.procedure.method,
+                           asdict(settings), 0,
                            code_version(), "api", manifest)
         snippets = pd.DataFrame([[u, t.name, t.role, None, n, len(t.text.split()), t.text]
                                  for n, (u, t) in enumerate(zip(self.units, texts))],
@@ -153,7 +187,7 @@ class ApiExtractionRun:
             for n, exchange in enumerate(model.probe_exchanges):  # how the tier was learnt: the record's first calls
                 self.evidence.append("probe", n, exchange, call_summary(exchange.status, exchange.response,
                                                                          model.chat.api,
-                                                                         refusal_scope=settings.refusal_scope))
+                                                                         refusal_scope=scope_of(settings)))
         self.meter = Meter(model.prices, budget, spent_in(self.evidence, model.prices))
 
     def run(self, progress: Callable[[str, int, int], None] = lambda name, done, total: None) -> Outcome:
@@ -184,9 +218,9 @@ class ApiExtractionRun:
         if stops or not claim_unit(self.store, self.run_id, session, unit):
             return
         try:
-            conversation = converse(text.text, self.model.chat.model, self.model.chat.api, self.settings,
-                                    self._live_send(unit, session), self.wait)
-            store_result(self.store, self.run_id, unit, derive(text.text, conversation))
+            result = self.procedure.run(text.text, self.model.chat.model, self.model.chat.api, self.settings,
+                                        self._live_send(unit, session), self.wait)
+            store_result(self.store, self.run_id, unit, result)
         except BudgetStop as stop:
             stops.append(str(stop))
         finally:
@@ -213,7 +247,7 @@ class ApiExtractionRun:
             def record(exchange: Exchange) -> None:
                 exchange = replace(exchange, attempt=exchange.attempt + attempts[step])
                 self.evidence.append(unit, step, exchange, call_summary(exchange.status, exchange.response, api,
-                                                                        refusal_scope=self.settings.refusal_scope))
+                                                                        refusal_scope=scope_of(self.settings)))
                 keep_claim(self.store, self.run_id, session)
 
             try:

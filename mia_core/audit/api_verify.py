@@ -16,7 +16,7 @@ from ..runs.evidence import EvidenceRecord, verify_chain
 from ..runs.store import ResultsStore
 from ..model.chat.client import request_bytes
 from ..runs.api_results import run_texts, stored_results
-from .api_extraction import RUN_KIND, derive, stored_answer
+from .api_extraction import PROCEDURES, RUN_KINDS, stored_answer
 
 
 @dataclass(frozen=True)
@@ -40,14 +40,16 @@ def replay(store: ResultsStore, run_id: str) -> dict[str, dict]:
     """Each finished text's result, derived again from the record alone (steps without a stored answer are the
     HTTP failures the run halted on)."""
     manifest = store.run(run_id)["config"]
+    procedure = PROCEDURES[manifest["method"]]
+    settings = procedure.settings(**manifest["settings"])
     done = stored_results(store, run_id)
-    return {row.unit: derive(row.text, replay_conversation(store, run_id, manifest, row.unit, row.text))
+    return {row.unit: procedure.run(row.text, manifest["model"], manifest["api"], settings,
+                                    replay_send(store, run_id, manifest["api"], row.unit), lambda s: None)
             for row in run_texts(store, run_id).itertuples(index=False) if row.unit in done}
 
 
-def replay_conversation(store: ResultsStore, run_id: str, manifest: dict, unit: str, text: str) -> Conversation:
-    """One text's conversation as its stored answers make it (for its result, and for the page's diff view)."""
-    api = manifest["api"]
+def replay_send(store: ResultsStore, run_id: str, api: str, unit: str):
+    """`send` for one text that answers from its stored records only (None where no answer was stored)."""
     answered = {r.step: r for r in EvidenceRecord(store, run_id).unit_records(unit)
                 if read_answer(r.status, r.response, api) is not None}
 
@@ -55,17 +57,23 @@ def replay_conversation(store: ResultsStore, run_id: str, manifest: dict, unit: 
         record = answered.get(step)
         return None if record is None else stored_answer(record, request_bytes(body), api)
 
-    return converse(text, manifest["model"], api, ExtractionSettings(**manifest["settings"]), send)
+    return send
+
+
+def replay_conversation(store: ResultsStore, run_id: str, manifest: dict, unit: str, text: str) -> Conversation:
+    """One text's conversation as its stored answers make it (for its result, and for the page's diff view)."""
+    return converse(text, manifest["model"], manifest["api"], ExtractionSettings(**manifest["settings"]),
+                    replay_send(store, run_id, manifest["api"], unit))
 
 
 def verify_run(store: ResultsStore, run_id: str) -> Verification:
     """Check a run's record and results; the first fault found is named (which record, which text)."""
     run = store.run(run_id)
-    if run["kind"] != RUN_KIND:
+    if run["kind"] not in RUN_KINDS:
         raise ValueError(f"run {run_id!r} is a {run['kind']} run: only chat API runs have an evidence record to verify")
     manifest = run["config"]
     evidence = EvidenceRecord(store, run_id)
-    summarize = partial(_summary, api=manifest["api"], scope=manifest["settings"]["refusal_scope"])
+    summarize = partial(_summary, api=manifest["api"], scope=manifest["settings"].get("refusal_scope", "all"))
     chain = verify_chain(evidence.records(), manifest, evidence.head(), summarize)
     if chain.fault is not None:
         return Verification(run_id, chain.n_records, chain.head, 0, chain.fault)

@@ -52,6 +52,9 @@ def extract_books(
                                             "profile's)"),
     probe_tokens: int = typer.Option(1000, "--probe-tokens", help="answer length of the Phase 1 probe (the paper: "
                                      "1000)"),
+    refusal_scope: str = typer.Option("all", "--refusal-scope", help="where refusal patterns are looked for: all (the "
+                                      "paper: the whole answer; 'I cannot' in a novel halts it) or head (the first "
+                                      "300 characters)"),
     context_tokens: Optional[int] = typer.Option(None, "--context-tokens", help="the model's context window: a turn "
                                                  "that could overflow it halts the book (context_limit)"),
     budget: Optional[str] = typer.Option(None, "--budget", help="stop before passing it: dollars (\"$5\") or tokens "
@@ -72,7 +75,10 @@ def extract_books(
     if not output_dir.is_dir():
         fail(f"output folder does not exist: {output_dir}")
     settings = ExtractionSettings.from_profile(profile, max_tokens=max_tokens, max_turns=max_turns,
-                                               context_tokens=context_tokens, phase1_max_tokens=probe_tokens)
+                                               context_tokens=context_tokens, phase1_max_tokens=probe_tokens,
+                                               refusal_scope=refusal_scope)
+    if refusal_scope not in ("all", "head"):
+        fail(f"--refusal-scope is all or head (got {refusal_scope!r})")
     if settings.max_tokens < 1 or settings.max_turns < 0 or settings.phase1_max_tokens < 1:
         fail("--max-tokens and --probe-tokens must be at least 1, --max-turns at least 0")
     limit = parse_budget(budget) if budget else Budget()

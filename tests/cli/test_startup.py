@@ -36,7 +36,7 @@ BEFORE = {
     "extract": "--model --input --output --summary --prefix --suffix --stride --top-k --temperature --text-column --bos --windows "
                "--device --dtype --max-memory --allow-pickle --trust-remote-code",
     "extract-books": "--model --books --control --output-dir --profile --max-tokens --max-turns --probe-tokens "
-                     "--context-tokens --budget --store --run-id --operator --pdf --estimate",
+                     "--refusal-scope --context-tokens --budget --store --run-id --operator --pdf --estimate",
     "verify": "RUN_ID --store",
     "compare": "FIRST SECOND --by --n-boot --seed",
     "heatmap": "--model --input --output --methods --k --bos --scale --param --device --dtype --max-memory --allow-pickle "

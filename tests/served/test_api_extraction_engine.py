@@ -1,0 +1,73 @@
+"""Black-box extraction against a real vLLM engine serving a tiny model that memorised a book (the opening of Macbeth;
+tests/support/book_model.py) through its OpenAI-compatible chat endpoint, no log-probs asked for: the two phases
+recover the book and not the held-out control (the opening of Hamlet), nv-recall equals a plain recomputation from the
+stored answers, the record verifies and the report shows both; sampled windows give p̂ and its interval for
+memorised and held-out windows."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from mia_core.audit.api_extraction import ApiExtractionRun, Text
+from mia_core.audit.api_report import api_report_html
+from mia_core.audit.api_verify import replay_conversation, verify_run
+from mia_core.blackbox.normalize import words
+from mia_core.blackbox.nv_recall import PAPER_PASSES, nv_recall
+from mia_core.blackbox.two_phase import ExtractionSettings
+from mia_core.blackbox.window_sampling import WindowSettings
+from mia_core.model.chat.chat_model import connect_chat
+from mia_core.runs.store import ResultsStore
+
+from tests.blackbox.test_nv_recall import reference
+from tests.support.book_model import book_text, control_text
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_memorised_book_is_extracted_and_the_control_is_not(vllm_book, tmp_path):
+    model = connect_chat(f"{vllm_book.url}/v1?api=chat&model=book&concurrency=2")
+    store = ResultsStore(tmp_path / "s.duckdb")
+    book, control = book_text(), control_text()
+    texts = [Text("Macbeth", book, "book"), Text("Hamlet", control, "control")]
+    settings = ExtractionSettings(max_tokens=500, max_turns=20, phase1_max_tokens=500)
+    # the paper's pitfall, for real: Macbeth says "I cannot", so the refusal patterns read over the whole answer halt
+    # a true continuation; the halt, its pattern and where it matched are recorded
+    halted = ApiExtractionRun(model, store, texts, settings).run().results.set_index("name")
+    assert (halted.loc["Macbeth", "halt"], halted.loc["Macbeth", "halt_pattern"]) == ("refusal", r"\bi cannot\b")
+    outcome = ApiExtractionRun(model, store, texts, replace(settings, refusal_scope="head")).run()
+    results = outcome.results.set_index("name")
+    assert results.loc["Macbeth", "nv_recall"] > 0.8 and results.loc["Macbeth", "claim_blocks"] >= 1
+    assert (results.loc["Macbeth", "halt"], results.loc["Macbeth", "halt_pattern"]) == ("stop_string", "THE END")
+    assert results.loc["Hamlet", "nv_recall"] < 0.1 and results.loc["Hamlet", "claim_blocks"] == 0
+    assert verify_run(store, outcome.run_id).fault is None
+    manifest = store.run(outcome.run_id)["config"]
+    for unit, text, name in (("book-000", book, "Macbeth"), ("control-000", control, "Hamlet")):
+        generation = replay_conversation(store, outcome.run_id, manifest, unit, text).generation
+        plain = reference(words(text), words(generation), PAPER_PASSES)
+        ours = nv_recall(text, generation)
+        assert (ours.m, ours.missing, ours.additional, ours.max_block) == (
+            plain["m"], plain["missing"], plain["additional"], plain["max_block"])
+        assert results.loc[name, "nv_recall"] == plain["nv_recall"]
+    page = api_report_html(store, outcome.run_id)
+    assert f"<b>Macbeth</b> (book): nv-recall {results.loc['Macbeth', 'nv_recall']:.1%}" in page
+    assert f"<b>Hamlet</b> (negative control): nv-recall {results.loc['Hamlet', 'nv_recall']:.1%}" in page
+    assert "stop_string (THE END)" in page and outcome.head in page
+
+
+def test_sampled_windows_of_the_memorised_book_are_discoverable_and_the_controls_are_not(vllm_book, tmp_path):
+    model = connect_chat(f"{vllm_book.url}/v1?api=chat&model=book&concurrency=2")
+    store = ResultsStore(tmp_path / "s.duckdb")
+    first = lambda text: " ".join(text.split()[200:314])  # noqa: E731  (two windows from the middle of each)
+    settings = WindowSettings(samples=8, per_request=4, greedy_repeats=2)
+    outcome = ApiExtractionRun(model, store, [Text("Macbeth", first(book_text()), "book"),
+                                              Text("Hamlet", first(control_text()), "control")], settings).run()
+    assert outcome.status == "done" and verify_run(store, outcome.run_id).fault is None
+    results = outcome.results.set_index("name")
+    assert results.loc["Macbeth", "n_windows"] == 2 and results.loc["Hamlet", "n_windows"] == 2
+    # greedy, the memorised windows come back word for word; sampled at temperature 1 this small model drifts within
+    # 38 words more often than not, yet some samples match: "extracted in n_s tries"
+    assert results.loc["Macbeth", "share_greedy"] == 1.0 and results.loc["Macbeth", "max_p_hat"] > 0
+    assert results.loc["Hamlet", "max_p_hat"] == 0.0 and results.loc["Hamlet", "share_extracted"] == 0.0
+    assert results.loc["Hamlet", "share_greedy"] == 0.0
+    assert results.loc["Hamlet", "max_p_hi"] == pytest.approx(1 - 0.025 ** (1 / 8))  # Clopper–Pearson at k = 0
