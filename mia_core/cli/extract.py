@@ -12,8 +12,10 @@ from ..extract import ExtractionSettings, extract_texts
 from ..extract.result import WINDOW_COLUMNS
 from ..inputs import datasets
 from ..inputs.tables import read_texts
+from ..model.chat.spec import is_chat_spec
 from ..model.options import ModelOptions
 from .app import fail
+from .extract_api import extract_api
 from .groups import load, option_groups
 from .options import (
     BosOpt, ModelOpt, PrefixOpt, StrideOpt, SuffixOpt, TemperatureOpt, TextColumnOpt, TopKOpt, WindowsOpt, is_named_set,
@@ -42,6 +44,14 @@ def extract(
     text_column: str = TextColumnOpt,
     bos: str = BosOpt,
     windows: str = WindowsOpt,
+    samples: int = typer.Option(100, "--samples", help="chat API: samples per window at temperature 1 (n_s)"),
+    per_request: int = typer.Option(1, "--per-request", help="chat API: samples asked per request (n=), where the "
+                                    "API offers it"),
+    greedy_repeats: int = typer.Option(3, "--greedy-repeats", help="chat API: temperature-0 calls per window"),
+    budget: Optional[str] = typer.Option(None, "--budget", help="chat API: stop before passing it (\"$5\", \"2M "
+                                         "tokens\")"),
+    store: Optional[Path] = typer.Option(None, "--store", help="chat API: results store of the evidence record"),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="chat API: resume or name the run"),
     options: ModelOptions = ModelOptions(),
 ) -> None:
     """Extraction probability per window ((n,p)-discoverable): can the model reproduce each passage verbatim from the
@@ -54,6 +64,10 @@ def extract(
     writable(output)
     if summary is not None:
         writable(summary)
+    if is_chat_spec(model):  # windows sampled from a chat API: p̂, never the white-box p_z
+        extract_api(model, data, output, summary, prefix=prefix, suffix=suffix, stride=stride, samples=samples,
+                    per_request=per_request, greedy_repeats=greedy_repeats, budget=budget, store=store, run_id=run_id)
+        return
     lm = load(model, options)
     try:
         results = extract_texts(lm, data["text"].tolist(), settings,

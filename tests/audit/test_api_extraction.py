@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 
 from mia_core.audit.api_extraction import ApiExtractionRun, Text
@@ -180,3 +181,19 @@ def test_the_report_shows_book_and_control_the_limits_and_the_head_hash_escaped(
     assert "nv-recall is a loose lower bound" in page and "not evidence about the rest of the model" in page
     assert outcome.head in page and f"mia verify {outcome.run_id} --store {store.path}" in page
     assert "no jailbreak" in page and "$2.00 in / $8.00 out" in page
+
+
+def test_mia_extract_samples_windows_of_a_chat_api(tmp_path):
+    text = " ".join(BOOK.split()[:120])
+    (tmp_path / "t.txt").write_text(text)
+    with FakeChat(BOOK) as api:
+        done = subprocess.run(MIA + ["extract", "--model", api.spec(), "--input", str(tmp_path / "t.txt"), "--output",
+                                     str(tmp_path / "w.csv"), "--summary", str(tmp_path / "s.csv"), "--samples", "4",
+                                     "--greedy-repeats", "1", "--stride", "50", "--store", str(tmp_path / "s.duckdb")],
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    windows = pd.read_csv(tmp_path / "w.csv")
+    # 38 + 38 words every 38 words over 120 words: two windows, each recited by the API every time
+    assert len(windows) == 2 and (windows["strict"] == 4).all() and (windows["greedy_strict"] == 1).all()
+    assert (windows["p_hat"] == 1.0).all() and windows["p_lo"].iloc[0] == pytest.approx((0.025) ** (1 / 4))
+    assert "largest p̂ 1.000" in done.stdout and "not the white-box p_z" in done.stdout

@@ -34,6 +34,7 @@ BEFORE = {
             "--shots-nonmembers --shots-members --reference --n-shots --reference-fraction --helper-seed --device "
             "--dtype --max-memory --allow-pickle --trust-remote-code --backend --ray-address --ray-actors --ray-gpus-per-actor",
     "extract": "--model --input --output --summary --prefix --suffix --stride --top-k --temperature --text-column --bos --windows "
+               "--samples --per-request --greedy-repeats --budget --store --run-id "
                "--device --dtype --max-memory --allow-pickle --trust-remote-code",
     "extract-books": "--model --books --control --output-dir --profile --max-tokens --max-turns --probe-tokens "
                      "--refusal-scope --context-tokens --budget --store --run-id --operator --pdf --estimate",

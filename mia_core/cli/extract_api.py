@@ -1,0 +1,74 @@
+"""`mia extract` on a chat API (METHODS-API.md §18): each window's prefix sent, its samples and greedy repeats recorded,
+`p̂` with its Clopper–Pearson interval per window — never mixed with the white-box `p_z` of a model in process.
+
+Windows are counted in words (38 words ≈ 50 tokens: the `--prefix`, `--suffix` and `--stride` token counts are
+turned into words by that rule), since no production API's tokenizer is at hand.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from ..audit.api_extraction import ApiExtractionRun, RecordMismatch, Text
+from ..blackbox.window_sampling import WindowSettings
+from ..csv_safe import to_csv_safe
+from ..model.chat.chat_model import connect_chat
+from ..model.chat.prices import Budget, parse_budget
+from ..runs.api_results import stored_results
+from ..runs.store import ResultsStore
+from .app import fail
+from .terminal import echo, one_line
+
+#: Words per token of the rule that turns the token counts of `mia extract` into words (Ahmed et al. §3.2).
+WORDS_PER_TOKEN = 38 / 50
+
+
+def words_for(tokens: int) -> int:
+    """`tokens` as words by the 38-per-50 rule (at least 1)."""
+    return max(1, round(tokens * WORDS_PER_TOKEN))
+
+
+def extract_api(model: str, data: pd.DataFrame, output: Path, summary: Path | None, *, prefix: int, suffix: int,
+                stride: int, samples: int, per_request: int, greedy_repeats: int, budget: str | None,
+                store: Path | None, run_id: str | None) -> None:
+    """Sample every window of every text from the chat API `model`; write one row per window (and per text)."""
+    try:
+        settings = WindowSettings(words_for(prefix), words_for(suffix), words_for(stride), samples, per_request,
+                                  greedy_repeats)
+        limit = parse_budget(budget) if budget else Budget()
+    except ValueError as err:
+        fail(str(err))
+    chat = connect_chat(model)
+    echo(f"model: {chat.name} (answered as {chat.answered_model}; tier {chat.tier.name}); {chat.prices.words()}")
+    echo(f"windows: {settings.prefix_words} + {settings.suffix_words} words every {settings.stride_words} words; "
+         f"{settings.samples} samples at temperature {settings.temperature:g} and {settings.greedy_repeats} greedy "
+         "calls per window")
+    texts = [Text(str(i), str(t), "text") for i, t in zip(data["id"], data["text"])]
+    results_store = ResultsStore(store)
+    try:
+        outcome = ApiExtractionRun(chat, results_store, texts, settings, budget=limit, run_id=run_id).run()
+    except RecordMismatch as err:
+        fail(str(err))
+    results = stored_results(results_store, outcome.run_id)
+    units = outcome.results["unit"].tolist()
+    windows = [pd.DataFrame(results[u]["windows"]).assign(id=i) for u, i in zip(units, data["id"]) if u in results]
+    table = pd.concat(windows, ignore_index=True) if windows else pd.DataFrame()
+    if not table.empty:
+        table = table[["id"] + [c for c in table.columns if c != "id"]]
+    to_csv_safe(table, output)
+    per_text = outcome.results.drop(columns=["unit", "role"], errors="ignore")
+    if summary is not None:
+        to_csv_safe(per_text, summary)
+    for row in per_text.to_dict("records"):
+        if isinstance(row.get("max_p_hat"), float) and not math.isnan(row["max_p_hat"]):
+            echo(one_line(f"{row['name']}: {row['n_windows']} windows; largest p̂ {row['max_p_hat']:.3f} (upper bound "
+                          f"{row['max_p_hi']:.3f}); extracted at least once in {row['share_extracted']:.1%} of windows"
+                          f", greedily in {row['share_greedy']:.1%}"))
+    echo(f"spent: {outcome.spent.words()}")
+    echo(f"record: run {outcome.run_id}, head {outcome.head}; check it with: mia verify {outcome.run_id}"
+         + (f" --store {store}" if store else ""))
+    if outcome.status == "budget":
+        echo(f"stopped: {outcome.message}; run the same command with a larger --budget to go on")
+    echo(f"wrote {len(table):,} windows (p̂ of the chat API, not the white-box p_z) to {output}")
