@@ -6,20 +6,23 @@ read one book at a time each time it is iterated, so an audit holds one book's t
 (a 2 GB source of books is the bound). A book that cannot be read becomes a `Problem` (named, with the reason)
 and the others go on; only a source with no usable book at all is an error, raised when its reading ends.
 Calibration sets also carry a member label per book. Sizes are bounded by `inputs.limits` (zips by their
-declared sizes before anything is inflated); a table is read whole (pandas), within the same bound.
+declared sizes before anything is inflated). A table is read a part of its rows at a time and its books are given once
+all its rows are read (a later row may add to any book), so its books' texts are held together, each only up to the
+book bound (`inputs.book_tables`).
 """
 from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Hashable, Iterable, Iterator
 
 from ..inputs import datasets
 from ..inputs.documents import SUFFIXES as DOCUMENT_SUFFIXES
 from ..inputs.documents import DocumentError, document_text
 from ..inputs.limits import MAX_BOOK_BYTES, MAX_BOOK_TEXT_CHARS, MAX_SOURCE_BYTES, ZIP_ERRORS
-from ..inputs.tables import TABLE_SUFFIXES, InputError, read_table
+from ..inputs.book_tables import read_book_table
+from ..inputs.tables import TABLE_SUFFIXES, InputError
 from ..names import shown_name
 from .source_files import Item, file_reader, folder_items, zip_items
 
@@ -202,7 +205,7 @@ def _add_text(total: int, item: Book | Problem, source: Source) -> int:
 def _open_path(path: Path) -> Callable[[], Reading]:
     """The reading of one file, folder, zip or table (a folder or zip listed and checked now)."""
     if path.suffix.lower() in TABLE_SUFFIXES and not path.is_dir():
-        return lambda: iter(_table_books(path))
+        return lambda: _table_books(path)
     if path.is_dir():
         items = folder_items(path)
     elif path.suffix.lower() == ".zip":
@@ -234,32 +237,25 @@ def _read_items(path: Path, items: list[Item], single_file: bool) -> Reading:
         del book  # not held while the next book is read
 
 
-def _table_books(path: Path) -> list[Book | Problem]:
+def _table_books(path: Path) -> Reading:
     """Rows grouped by `book` in file order, their `text` joined by blank lines; `label` if present (each book's
-    problems before it, as they are found)."""
-    df = read_table(path, str_columns=("book",), max_bytes=MAX_SOURCE_BYTES)
-    missing = [c for c in ("book", "text") if c not in df.columns]
-    if missing:
-        raise InputError(f"{path}: needs columns 'book' and 'text' (missing {', '.join(missing)}; "
-                         f"columns: {', '.join(map(str, df.columns[:10]))})")
-    books = []
-    for name, rows in df.groupby(df["book"].astype(str), sort=False):
-        text = "\n\n".join(str(t) for t in rows["text"] if isinstance(t, str) and t.strip())
-        labels = set(rows["label"].dropna().tolist()) if "label" in rows else set()
+    problems in the books' order once the table is read; each book's text held up to the bound: `book_tables`)."""
+    for book in read_book_table(path, max_chars=MAX_BOOK_TEXT_CHARS, max_bytes=MAX_SOURCE_BYTES):
+        name, labels = book.name, book.labels
         if not name.strip():
-            books.append(Problem("(no name)", f"{path}: {len(rows)} row(s) with an empty 'book' cell; name every book"))
+            yield Problem("(no name)", f"{path}: {book.rows} row(s) with an empty 'book' cell; name every book")
         elif len(labels) > 1:
-            books.append(Problem(name, f"{path}: book {name!r} has rows with different labels {sorted(labels)}"))
-        elif labels and not labels <= {0, 1, "0", "1"}:
-            books.append(Problem(name, f"{path}: book {name!r} has label {labels.pop()!r}; labels must be 0 or 1"))
-        elif not text:
-            books.append(Problem(name, f"{path}: book {name!r} has no text"))
-        elif len(text) > MAX_BOOK_TEXT_CHARS:  # the bound of a book file holds for a book made of rows too
-            books.append(Problem(name, f"{path}: book {name!r} has {len(text):,} characters of text, over the "
-                                          f"{MAX_BOOK_TEXT_CHARS:,} allowed for one book"))
+            yield Problem(name, f"{path}: book {name!r} has rows with different labels {labels}")
+        elif labels and not (isinstance(labels[0], Hashable) and labels[0] in {0, 1, "0", "1"}):
+            yield Problem(name, f"{path}: book {name!r} has label {labels[0]!r}; labels must be 0 or 1")
+        elif not book.texts:
+            yield Problem(name, f"{path}: book {name!r} has no text")
+        elif book.chars > MAX_BOOK_TEXT_CHARS:  # the bound of a book file holds for a book made of rows too
+            yield Problem(name, f"{path}: book {name!r} has {book.chars:,} characters of text, over the "
+                                f"{MAX_BOOK_TEXT_CHARS:,} allowed for one book")
         else:
-            books.append(Book(name, text, str(path), int(labels.pop()) if labels else None))
-    return books
+            yield Book(name, book.text(), str(path), int(labels[0]) if labels else None)
+        del book  # not held while the next book is joined
 
 
 def _demo_books(name: str, role: str) -> list[Book]:

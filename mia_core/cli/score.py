@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 import typer
 
@@ -13,11 +13,11 @@ from ..fitting import FitSplit
 from ..methods import get_method
 from ..methods.helper_texts import HelperSplit
 from ..inputs import datasets
-from ..inputs.tables import read_texts
+from ..inputs.text_parts import TextParts, frame_parts, text_parts
 from ..model.language_model import LanguageModel
 from ..model.options import ModelOptions, ModelRef
 from ..runs.ray_driver import WorkerError
-from ..scoring import score_table
+from ..scoring.parts import PART_CHARS, PART_TEXTS, can_part, score_parts
 from .app import fail
 from .reference import add_p_values, is_reference_set, reference_for, resolve_settings
 from .groups import Backend, load, option_groups
@@ -63,7 +63,7 @@ def score(
     """Score texts with membership-inference methods (higher = more likely a member)."""
     names = method_names(methods)
     check_options(k=k, bos=bos, long_text=long_text)
-    data = datasets.load(str(input)) if is_named_set(input) else read_texts(input, text_column=text_column)
+    data = frame_parts(datasets.load(str(input))) if is_named_set(input) else text_parts(input, text_column=text_column)
     against = is_reference_set(reference)  # a reference set for p-values, else a method's reference population
     helpers = helper_texts(names, {"shots_nonmembers": shots_nonmembers, "shots_members": shots_members,
                                    "reference": None if against else reference}, required=True)
@@ -77,18 +77,31 @@ def score(
     lm = load(model, backend.driver(options))
     ref_set = reference_for(reference, lm, names, k=k, bos=bos, params=params) if against else None
     extra = {**params, **inputs, **helpers}
-    texts = data["text"].tolist()
-    answer_note(lm, texts, bos)
-    progress = progress_bar("scoring")
+    answer_note(lm, data.texts(), bos)  # reads the texts only for a served model that sends whole distributions
+    parts, counted = _parts(data, names)
     try:
-        df = score_table(lm, texts, names, k=k, bos=bos, long_text=long_text, progress=progress, **where, **extra)
+        df = score_parts(lm, parts, names, k=k, bos=bos, long_text=long_text, **counted, **where, **extra)
     except WorkerError as err:
         fail(str(err))
     if ref_set is not None:
-        df = add_p_values(df, ref_set, texts, lm, names)
-    df.insert(0, "id", data["id"].to_numpy())
+        df = add_p_values(df, ref_set, data.texts(), lm, names)
     to_csv_safe(df, output)
     echo(f"wrote {len(df)} rows × {len(names)} methods to {output}", err=True)
+
+
+def _parts(data: TextParts, names: list[str]) -> tuple[list | Iterator, dict]:
+    """The parts to score the texts in, and how their progress is counted (`score_table`'s progress or texts_done):
+    one part counted in tokens when the texts fit one or a method sees all texts at once, else parts of `PART_TEXTS`
+    texts and `PART_CHARS` characters, counted in texts (a part's tokens are not known before it is read)."""
+    if data.count(PART_TEXTS, PART_CHARS) == 1 or not can_part(names):
+        return [data.whole()], {"progress": progress_bar("scoring")}
+    progress, done = progress_bar("scoring", "texts"), [0]
+
+    def texts_done(count: int) -> None:
+        done[0] += count
+        progress(done[0], data.n)
+
+    return data.parts(PART_TEXTS, PART_CHARS), {"texts_done": texts_done}
 
 
 @commands.command("eval")

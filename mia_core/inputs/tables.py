@@ -8,6 +8,7 @@ object of columns, or an object of records). Every problem raises
 """
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import math
@@ -35,37 +36,58 @@ class InputError(ValueError):
         super().__init__(" ".join(str(message).splitlines()))
 
 
-def _shown(values: list[Any], limit: int) -> str:
+def shown(values: list[Any], limit: int) -> str:
     """Comma-join the first `limit` values, noting how many more there are, to keep messages short."""
     more = f" (+{len(values) - limit} more)" if len(values) > limit else ""
     return ", ".join(str(v) for v in values[:limit]) + more
 
 
-def _scalar(value: Any) -> Any:
+def scalar(value: Any) -> Any:
     """Unwrap numpy scalars so messages show `2`, not `np.int64(2)`."""
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _read_text_file(path: Path, max_bytes: int | None = None) -> str:
-    """Return a file's text after the size (default `MAX_INPUT_BYTES`), emptiness, binary and UTF-8 checks."""
+def check_size(path: Path, max_bytes: int | None = None) -> int:
+    """A file's size, refused over `max_bytes` (default `MAX_INPUT_BYTES`) or at zero."""
     max_bytes = MAX_INPUT_BYTES if max_bytes is None else max_bytes
     size = path.stat().st_size
     if size > max_bytes:
         raise InputError(f"{path} is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB input limit")
     if size == 0:
         raise InputError(f"{path} is empty")
-    data = path.read_bytes()
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    return size
+
+
+def check_head(path: Path, head: bytes) -> None:
+    """Refuse a file whose first bytes (8 KB are read) say UTF-16 or binary."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise InputError(f"{path} looks binary (UTF-16 text?); save it as UTF-8")
-    if b"\x00" in data[:8192] or data.startswith(BINARY_SIGNATURES):
+    if b"\x00" in head[:8192] or head.startswith(BINARY_SIGNATURES):
         raise InputError(f"{path} looks binary, not text; expected {', '.join(SUPPORTED)} text")
+
+
+def utf8_error(path: Path, byte: int, offset: int) -> InputError:
+    """The refusal of a file that is not UTF-8: the first bad byte and its offset in the file."""
+    return InputError(f"{path} is not valid UTF-8 (byte 0x{byte:02x} at offset {offset}); save it as UTF-8")
+
+
+def blank_error(path: Path) -> InputError:
+    """The refusal of a file of whitespace only."""
+    return InputError(f"{path} is empty (only whitespace)")
+
+
+def _read_text_file(path: Path, max_bytes: int | None = None) -> str:
+    """Return a file's text after the size (default `MAX_INPUT_BYTES`), emptiness, binary and UTF-8 checks."""
+    check_size(path, max_bytes)
+    data = path.read_bytes()
+    check_head(path, data[:8192])
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise InputError(f"{path} is not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); "
-                         "save it as UTF-8") from None
+        start = e.start + (3 if data.startswith(codecs.BOM_UTF8) else 0)  # utf-8-sig counts after the BOM
+        raise utf8_error(path, data[start], start) from None
     if not text.strip():
-        raise InputError(f"{path} is empty (only whitespace)")
+        raise blank_error(path)
     return text
 
 
@@ -105,28 +127,36 @@ def _read_csv(path: Path, content: str, sep: str, str_columns: tuple[str, ...]) 
             for c in keep:
                 df[c] = raw[c]
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as e:
-        raise InputError(f"{path} is not a valid {'TSV' if sep == chr(9) else 'CSV'} file: {e}") from None
+        raise csv_error(path, sep, e) from None
     return df
+
+
+def csv_error(path: Path, sep: str, err: Exception) -> InputError:
+    """The refusal of a file pandas could not parse as CSV (TSV with a tab separator)."""
+    return InputError(f"{path} is not a valid {'TSV' if sep == chr(9) else 'CSV'} file: {err}")
+
+
+def json_row(path: Path, lineno: int, line: str, text_column: str) -> dict[str, Any] | None:
+    """One JSONL line as a row (a string is the text column's), None for a blank line; errors name the line."""
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path} line {lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:
+        raise InputError(f"{path} line {lineno}: JSON nested too deeply") from None
+    if isinstance(obj, str):
+        obj = {text_column: obj}
+    if not isinstance(obj, dict):
+        raise InputError(f"{path} line {lineno}: expected a JSON object, got {type(obj).__name__}")
+    return obj
 
 
 def _read_jsonl(path: Path, content: str, text_column: str) -> pd.DataFrame:
     """Parse one JSON object (or string) per non-blank line, reporting the line of any error."""
-    rows: list[dict[str, Any]] = []
-    for lineno, line in enumerate(content.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(f"{path} line {lineno}: invalid JSON ({e.msg} at column {e.colno})") from None
-        except RecursionError:
-            raise InputError(f"{path} line {lineno}: JSON nested too deeply") from None
-        if isinstance(obj, str):
-            obj = {text_column: obj}
-        if not isinstance(obj, dict):
-            raise InputError(f"{path} line {lineno}: expected a JSON object, got {type(obj).__name__}")
-        rows.append(obj)
-    return pd.DataFrame.from_records(rows)
+    rows = (json_row(path, lineno, line, text_column) for lineno, line in enumerate(content.splitlines(), 1))
+    return pd.DataFrame.from_records([row for row in rows if row is not None])
 
 
 def _read_json(path: Path, content: str, text_column: str) -> pd.DataFrame:
@@ -152,7 +182,7 @@ def _read_json(path: Path, content: str, text_column: str) -> pd.DataFrame:
     if isinstance(obj, dict) and obj and all(isinstance(v, list) for v in obj.values()):
         lengths = {k: len(v) for k, v in obj.items()}
         if len(set(lengths.values())) > 1:
-            raise InputError(f"{path}: JSON columns have different lengths ({_shown(list(lengths.items()), 5)})")
+            raise InputError(f"{path}: JSON columns have different lengths ({shown(list(lengths.items()), 5)})")
         return pd.DataFrame(obj)
     raise InputError(f"{path}: expected a JSON list of records, an object of lists, or an object of records")
 
@@ -185,13 +215,25 @@ def read_table(path: Path, *, text_column: str = "text", str_columns: tuple[str,
     return reader(path, content, text_column)
 
 
-def _is_missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
     """True for None/NaN/empty-or-whitespace strings and non-scalar values: nothing to score."""
     if value is None or value is pd.NA or isinstance(value, (list, dict)):
         return True
     if isinstance(value, float) and math.isnan(value):
         return True
     return isinstance(value, str) and not value.strip()
+
+
+def no_text_column(path: Path, text_column: str, columns: list) -> InputError:
+    """The refusal of a table without the text column, naming the columns it has."""
+    cols = [repr(str(c)) for c in columns]
+    return InputError(f"{path} has no text column '{text_column}' (columns: {shown(cols, 20)}); "
+                      "choose one with --text-column")
+
+
+def missing_texts(path: Path, source: str, bad: list[int]) -> InputError:
+    """The refusal of a table with empty or missing texts, naming the first rows (counted from 1)."""
+    return InputError(f"{path}: empty or missing text in column '{source}' at row(s) {shown(bad, 5)}")
 
 
 def read_texts(path: str | Path, *, text_column: str = "text") -> pd.DataFrame:
@@ -202,18 +244,16 @@ def read_texts(path: str | Path, *, text_column: str = "text") -> pd.DataFrame:
         raise InputError(f"{path} has no rows")
     source = text_column if path.is_file() and path.suffix.lower() in TABLE_SUFFIXES else "text"
     if source not in df.columns:
-        cols = [repr(str(c)) for c in df.columns]
-        raise InputError(f"{path} has no text column '{text_column}' (columns: {_shown(cols, 20)}); "
-                         "choose one with --text-column")
-    values = [_scalar(v) for v in df[source].tolist()]
-    bad = [i + 1 for i, v in enumerate(values) if _is_missing(v)]
+        raise no_text_column(path, text_column, list(df.columns))
+    values = [scalar(v) for v in df[source].tolist()]
+    bad = [i + 1 for i, v in enumerate(values) if is_missing(v)]
     if bad:
-        raise InputError(f"{path}: empty or missing text in column '{source}' at row(s) {_shown(bad, 5)}")
+        raise missing_texts(path, source, bad)
     df = df.reset_index(drop=True)
     df["text"] = [v if isinstance(v, str) else str(v) for v in values]
     if "id" in df.columns:
-        ids = [_scalar(v) for v in df["id"].tolist()]
-        df["id"] = [str(i + 1) if _is_missing(v) else str(v) for i, v in enumerate(ids)]
+        ids = [scalar(v) for v in df["id"].tolist()]
+        df["id"] = [str(i + 1) if is_missing(v) else str(v) for i, v in enumerate(ids)]
     else:
         df["id"] = [str(i + 1) for i in range(len(df))]
     return df[["id", "text"] + [c for c in df.columns if c not in ("id", "text")]]
@@ -221,7 +261,7 @@ def read_texts(path: str | Path, *, text_column: str = "text") -> pd.DataFrame:
 
 def _label(value: Any) -> int | None:
     """Map 0/1 numbers, bools and "0"/"1" strings to 0/1; anything else is None (invalid)."""
-    value = _scalar(value)
+    value = scalar(value)
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, (int, float)) and value in (0, 1):
@@ -236,14 +276,14 @@ def read_labelled(path: str | Path, *, text_column: str = "text", label_column: 
     df = read_texts(path, text_column=text_column)
     if label_column not in df.columns:
         cols = [repr(str(c)) for c in df.columns]
-        raise InputError(f"{path} has no label column '{label_column}' (columns: {_shown(cols, 20)}); "
+        raise InputError(f"{path} has no label column '{label_column}' (columns: {shown(cols, 20)}); "
                          "choose one with --label-column")
     raw = df[label_column].tolist()
     labels = [_label(v) for v in raw]
-    bad = [f"row {i + 1}: {_scalar(v)!r:.40}" for i, (v, lab) in enumerate(zip(raw, labels)) if lab is None]
+    bad = [f"row {i + 1}: {scalar(v)!r:.40}" for i, (v, lab) in enumerate(zip(raw, labels)) if lab is None]
     if bad:
         raise InputError(f"{path}: labels in column '{label_column}' must be 0 or 1 (1 = member); "
-                         f"got {_shown(bad, 3)}")
+                         f"got {shown(bad, 3)}")
     classes = set(labels)
     if len(classes) < 2:
         raise InputError(f"only one class (label {classes.pop()}) in {path}: "

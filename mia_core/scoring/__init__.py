@@ -71,8 +71,9 @@ def score_texts(
 
 
 def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, ray_address, ray_options,
-            texts_done: Callable[[int], None] | None = None, **params) -> tuple[pd.DataFrame, list[TokenStats]]:
-    """`score_texts`, and the statistics it scored.
+            texts_done: Callable[[int], None] | None = None, first_text: int = 0,
+            **params) -> tuple[pd.DataFrame, list[TokenStats]]:
+    """`score_texts`, and the statistics it scored (a text's error names its number plus `first_text`).
 
     Methods that read only the statistics and inputs the caller gave (no `prepare` hook, no model pass of their
     own) are scored batch by batch while the target's statistics stream in (`stream.Stream`: one vectorised pass per
@@ -96,10 +97,10 @@ def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, 
         stats = _given_stats(stats, texts, bos)
     streamed = [s for s in specs if s.prepare is None and set(s.needs) <= {"stats", *GIVEN_NEEDS}]
     try:
-        early = supply(Request(lm, texts, [], bos, long_text, streamed, given, where, progress))
+        early = supply(Request(lm, texts, [], bos, long_text, streamed, given, where, progress, first_text))
     except (TypeError, ValueError, OSError):  # raised below by `supply`, in the order of every method's needs
         streamed, early = [], {}
-    stream, reported = Stream(streamed, method_params, early, len(texts)), []
+    stream, reported = Stream(streamed, method_params, early, len(texts), first_text), []
 
     def batch_back(indices, batch) -> None:
         stream.score_batch(indices, batch)
@@ -115,7 +116,7 @@ def _scored(lm, texts, methods, k, bos, *, progress, long_text, stats, backend, 
         stats = text_stats(lm, texts, bos=bos, long_text=long_text, progress=progress, on_batch=batch_back, **where)
     if texts_done is not None and not reported:
         texts_done(len(texts))  # statistics given, or computed with the lower-case copies: all back at once
-    req = Request(lm, texts, list(stats), bos, long_text, specs, given, where, progress)
+    req = Request(lm, texts, list(stats), bos, long_text, specs, given, where, progress, first_text)
     supplied = supply(req, early)
     derived: dict = {}  # work two methods' prepare hooks share, for this call only
     columns = {}
@@ -159,20 +160,23 @@ def _score_all(spec: MethodSpec, params: Any, req: Request, supplied: dict[str, 
         except ValueError as err:
             if not numbered:
                 raise
-            raise ValueError(f"text {i}: {err}") from None
+            raise ValueError(f"text {i + req.first_text}: {err}") from None
     return out
 
 
 def score_table(lm: LanguageModel, texts: Sequence[str], methods: Sequence[str], *, k: float | None = None, bos: str = "auto",
                 long_text: str = "sliding", progress: Callable[[int, int], None] | None = None, backend: str = "local",
                 ray_address: str | None = None, ray_options: Any = None,
-                texts_done: Callable[[int], None] | None = None, **params: Any) -> pd.DataFrame:
+                texts_done: Callable[[int], None] | None = None, first_text: int = 0, **params: Any) -> pd.DataFrame:
     """`score_texts` with each text's scored-token count and long-text handling in front (columns n_tokens, long_text).
 
     texts_done : called with how many more texts' statistics are back, batch by batch (for "40 of 120 texts").
+    first_text : the number of the first text in errors ("text 12: …"), when these texts are a part of more
+        (`parts.score_parts`).
     """
     df, stats = _scored(lm, texts, methods, k, bos, progress=progress, long_text=long_text, stats=None, backend=backend,
-                        ray_address=ray_address, ray_options=ray_options, texts_done=texts_done, **params)
+                        ray_address=ray_address, ray_options=ray_options, texts_done=texts_done,
+                        first_text=first_text, **params)
     df.insert(0, "n_tokens", [s.n_scored for s in stats])
     df.insert(1, "long_text", [s.long_text for s in stats])
     return df

@@ -54,12 +54,14 @@ def method_values(spec: MethodSpec, params: Any, inputs: dict[str, Any], stats: 
 class Stream:
     """Methods scored group by group as statistics arrive (`score_batch`), holding each value or error until asked."""
 
-    def __init__(self, specs: list[MethodSpec], params: dict[str, Any], supplied: dict[str, Any], n_texts: int):
+    def __init__(self, specs: list[MethodSpec], params: dict[str, Any], supplied: dict[str, Any], n_texts: int,
+                 first_text: int = 0):
         # per method: its spec, parameters and inputs (looked up once, not once per text)
         self.work = [(spec, params[spec.name], {n: supplied[n] for n in spec.needs if n != "stats"}) for spec in specs]
         self.scores: dict[str, list[float | None]] = {spec.name: [None] * n_texts for spec in specs}
         self.errors: dict[str, dict[int, Exception]] = {spec.name: {} for spec in specs}
         self.done = [False] * n_texts
+        self.first_text = first_text  # the number of text 0 in errors (its place in all the texts scored)
 
     def score_batch(self, indices: Sequence[int], stats: Sequence[TokenStats]) -> None:
         """Score texts `indices` (their statistics `stats`) with every streamed method."""
@@ -83,6 +85,6 @@ class Stream:
         if errors:
             first = min(errors)
             if isinstance(errors[first], ValueError):  # as `_score_all` names it
-                raise ValueError(f"text {first}: {errors[first]}") from None
+                raise ValueError(f"text {first + self.first_text}: {errors[first]}") from None
             raise errors[first]
         return self.scores[spec.name]  # type: ignore[return-value]

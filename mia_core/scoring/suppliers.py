@@ -43,6 +43,8 @@ class Request:
     where: dict[str, Any] = field(default_factory=dict)
     """Where the target's passes run: backend, ray_address, ray_options."""
     progress: Callable[[int, int], None] | None = None
+    first_text: int = 0
+    """The number of the first text in errors (its place in all the texts scored in parts)."""
 
     def wanting(self, need: str) -> str:
         """The first method that needs `need` (for messages)."""
@@ -107,7 +109,7 @@ def ref_same_token_stats(req: Request) -> PerText:
                                           long_text=req.long_text, progress=req.progress))
     for i, (target, reference) in enumerate(zip(req.stats, paired.values)):
         if not np.array_equal(target.token_ids, reference.token_ids):
-            raise ValueError(f"{method} compares token by token: the reference pass of text {i} scored other tokens "
+            raise ValueError(f"{method} compares token by token: the reference pass of text {i + req.first_text} scored other tokens "
                              f"than the target's ({reference.n_scored} tokens against {target.n_scored})")
     return paired
 
