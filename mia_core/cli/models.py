@@ -6,7 +6,7 @@ import typer
 
 from ..model.loading import load_model
 from ..model.served.check import check_served
-from ..model.served.served_model import ServedModel
+from ..model.chat.chat_model import ChatModel
 from ..model.served.spec import is_served_spec
 from .app import fail
 from .methods import allowed_lines
@@ -21,11 +21,24 @@ commands.add_typer(models_app, name="models")
 def models_check(spec: str = typer.Argument(..., help="a served model: its URL with settings, e.g. "
                                             "'http://127.0.0.1:8000/v1?model=NAME' "
                                             "(docs: Models, Served models)")) -> None:
-    """Probe a served model: server, context, tokenizer, log-probs per position, repeatability, allowed methods."""
+    """Probe a served model: server, context, tokenizer, log-probs per position, repeatability, allowed methods.
+
+    A chat API's spec (api=chat) is probed too: the model that answers, its access tier and prices."""
     if not is_served_spec(spec):
         fail(f"{spec!r} is not a served model's spec (an http:// or https:// URL); for a model loaded here use "
              "`mia methods --model SPEC`")
-    model: ServedModel = load_model(spec)  # type: ignore[assignment]  (a served spec gives a ServedModel)
+    model = load_model(spec)
+    if isinstance(model, ChatModel):  # a chat API: what answered, its tier and prices; no log-prob method runs there
+        facts = [("API", model.chat.base_url), ("model (asked)", model.chat.model),
+                 ("model (answered)", str(model.answered_model)),
+                 ("tier", f"{model.tier.name} ({'with' if model.tier.name == 'GL' else 'no'} log-probs of the "
+                          f"generated tokens{f', top {model.tier.k_top}' if model.tier.k_top else ''})"),
+                 ("prices", model.prices.words()), ("use it with", "mia extract-books, mia extract")]
+        width = max(len(name) for name, _ in facts)
+        for name, value in facts:
+            echo(f"{name:{width}s}  {value}")
+        echo("\n".join(allowed_lines(model, model.chat.model)))
+        return
     report = check_served(model)
     width = max(len(name) for name, _ in report.facts)
     for name, value in report.facts:

@@ -14,6 +14,7 @@ from mia_core.model.chat.prices import Budget, BudgetReached, Meter, Prices, par
 from mia_core.model.chat.spec import is_chat_spec, parse_chat_spec
 from mia_core.model.served.spec import is_served_spec
 
+from tests.support.cli_runner import run_cli
 from tests.support.fake_chat import FakeChat
 
 BOOK = " ".join(f"word{i}" for i in range(300))
@@ -168,3 +169,11 @@ def test_a_price_table_fills_what_the_spec_does_not_give(tmp_path):
     table.write_text('[models."gpt-x"]\ninput = "two"\noutput = 8\n')
     with pytest.raises(ValueError, match="models.'gpt-x'.input must be a price"):
         prices_for(spec)
+
+
+def test_mia_models_check_says_what_a_chat_api_is_and_refuses():
+    with FakeChat(BOOK) as api:
+        code, out, err = run_cli("models", "check", api.spec(price_in=2, price_out=8))
+    assert code == 0, err
+    assert "model (answered)  reciter-2026-01-01" in out and "tier              G (no log-probs" in out
+    assert "reciter allows 0 of" in out and "this chat API returns no log-probs" in out
