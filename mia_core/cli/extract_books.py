@@ -91,7 +91,8 @@ def extract_books(
     results_store = ResultsStore(store)
     try:
         run = ApiExtractionRun(chat, results_store, texts, settings, budget=limit, run_id=run_id, operator=operator)
-        outcome = run.run(lambda name, done, total: echo(one_line(f"[{done}/{total}] {name}: done")) if name else None)
+        outcome = run.run(lambda name, done, total: echo(one_line(
+            f"[{done}/{total}] {name}: done; so far {run.meter.spent.words()}")) if name else None)
     except RecordMismatch as err:
         fail(str(err))
     table = outcome.results.reindex(columns=["unit"] + CSV_COLUMNS)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -20,7 +21,10 @@ from mia_core.audit.api_extraction import ApiExtractionRun, Text
 from mia_core.audit.api_report import api_report_html
 from mia_core.audit.api_verify import verify_run
 from mia_core.blackbox.two_phase import ExtractionSettings, seed_of
+import mia_core.model.chat.client as client_module
 from mia_core.model.chat.chat_model import connect_chat
+from mia_core.model.chat.client import ChatClient, ChatError
+from mia_core.model.chat.spec import parse_chat_spec
 from mia_core.model.chat.prices import Budget
 from mia_core.runs.api_results import results_table
 from mia_core.runs.store import ResultsStore
@@ -197,3 +201,36 @@ def test_mia_extract_samples_windows_of_a_chat_api(tmp_path):
     assert len(windows) == 2 and (windows["strict"] == 4).all() and (windows["greedy_strict"] == 1).all()
     assert (windows["p_hat"] == 1.0).all() and windows["p_lo"].iloc[0] == pytest.approx((0.025) ** (1 / 4))
     assert "largest p̂ 1.000" in done.stdout and "not the white-box p_z" in done.stdout
+
+
+def test_two_processes_on_one_run_split_its_texts(tmp_path):
+    texts_ = [Text("book", BOOK, "book")] + [Text(f"other {n}", prose(300, 10 + n), "book") for n in range(2)] + [
+        Text("late", CONTROL, "control")]
+    store_path = tmp_path / "s.duckdb"
+    with FakeChat(BOOK) as api:
+        api.delay = 0.05
+        model = connect_chat(api.spec(concurrency=1))
+        settings = ExtractionSettings(max_tokens=200, phase1_max_tokens=50)
+        runs = [ApiExtractionRun(model, ResultsStore(store_path), texts_, settings) for _ in range(2)]
+        sent_before = len(api.received)
+        with ThreadPoolExecutor(2) as pool:  # two sessions at once, as two processes would be
+            outcomes = list(pool.map(lambda run: run.run(), runs))
+        sent = api.received[sent_before:]
+    assert len(sent) == len(set(sent))  # no request sent twice: each text was extracted by one of them
+    with duckdb.connect(str(store_path)) as con:
+        units = con.execute("SELECT count(DISTINCT unit), count(*) FROM api_calls WHERE unit <> 'probe'").fetchone()
+    assert units == (4, len(sent))
+    assert {o.status for o in outcomes} <= {"done", "partial"} and "done" in {o.status for o in outcomes}
+    assert verify_run(ResultsStore(store_path), outcomes[0].run_id).fault is None
+
+
+def test_an_answer_over_the_size_bound_is_refused_as_it_streams(monkeypatch):
+    monkeypatch.setattr(client_module, "MAX_CHAT_ANSWER_BYTES", 2_000)
+    with FakeChat(BOOK) as api:
+        client = ChatClient(parse_chat_spec(api.spec()))
+        api.reply = lambda source, n: "word " * 1000  # ~5 KB of answer
+        recorded = []
+        with pytest.raises(ChatError, match="with more than 0.00190735 MB"):
+            client.send({"model": "reciter", "messages": [{"role": "user", "content": "x"}]}, recorded.append,
+                        token_bound=10)
+    assert len(recorded) == 1 and recorded[0].status is None and "more than" in recorded[0].failure
