@@ -28,6 +28,7 @@ from ui.models import loaded_model
 from ui.uploads import saved_uploads
 
 RUN_KEY = "chat_run_id"
+PASTE = "Paste a text"
 #: Session key: the run whose finished results the whole page has drawn (the progress fragment reruns it once).
 DRAWN_KEY = "chat_run_drawn"
 #: Most characters pasted as one book or control (a whole book is uploaded as a file).
@@ -49,27 +50,23 @@ if not spec or not is_chat_spec(spec):
     st.info("Choose **A chat API** in the sidebar (a URL with `api=chat` and `model=`). Log-prob methods for other "
             "models are on the other pages.")
     st.stop()
+def texts_ui(column, title: str, role: str, upload_label: str, paste_label: str) -> tuple[list | None, str | None]:
+    """(uploaded files, pasted text) of one role, as chosen by its radio: one of the two is None."""
+    how = column.radio(title, ["Upload files", PASTE], horizontal=True, key=f"chat_{role}_how")
+    if how == PASTE:
+        return None, column.text_area(paste_label, height=120, key=f"chat_{role}_text", max_chars=MAX_PASTED_CHARS)
+    return column.file_uploader(upload_label, type=UPLOAD_TYPES, accept_multiple_files=True, key=f"chat_{role}s"), None
+
+
 model: ChatModel = loaded_model(spec)  # type: ignore[assignment]  (a chat spec loads a ChatModel)
 st.markdown(f"Model **{md(model.chat.model)}** at {md(model.chat.base_url)}, answering as "
             f"**{md(str(model.answered_model))}**; tier {model.tier.name}; {md(model.prices.words())}.")
 
-PASTE = "Paste a text"
 left, right = st.columns(2)
-books_how = left.radio("Books", ["Upload files", PASTE], horizontal=True, key="chat_books_how")
-books_files = books_pasted = None
-if books_how == PASTE:
-    books_pasted = left.text_area("Book text", height=120, key="chat_book_text", max_chars=MAX_PASTED_CHARS)
-else:
-    books_files = left.file_uploader("Books to extract", type=UPLOAD_TYPES, accept_multiple_files=True,
-                                     key="chat_books")
-control_how = right.radio("Negative control: a text the model cannot have seen (e.g. published after its cutoff)",
-                          ["Upload files", PASTE], horizontal=True, key="chat_control_how")
-control_files = control_pasted = None
-if control_how == PASTE:
-    control_pasted = right.text_area("Control text", height=120, key="chat_control_text", max_chars=MAX_PASTED_CHARS)
-else:
-    control_files = right.file_uploader("Control texts", type=UPLOAD_TYPES, accept_multiple_files=True,
-                                        key="chat_control")
+books_files, books_pasted = texts_ui(left, "Books", "book", "Books to extract", "Book text")
+control_files, control_pasted = texts_ui(
+    right, "Negative control: a text the model cannot have seen (e.g. published after its cutoff)", "control",
+    "Control texts", "Control text")
 c1, c2, c3, c4, c5 = st.columns(5)
 profile = c1.selectbox("Profile", list(PROFILES), key="chat_profile", help="The paper's settings per provider, or ours.")
 defaults = PROFILES[profile]

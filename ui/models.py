@@ -111,9 +111,7 @@ def chosen_spec() -> str | None:
         if not is_chat_spec(spec):
             bar.error("A chat API's spec is an http(s):// URL with api=chat (or api=completions) and model=NAME.")
             return None
-        if "key_env=" in spec and os.environ.get(SERVED_KEYS_ENV) != "1":  # a visitor could spend our key anywhere
-            bar.error(f"This dashboard sends no API key from its environment (key_env=): its operator allows that "
-                      f"with {SERVED_KEYS_ENV}=1 (docs: Security and limits).")
+        if not keys_allowed(spec, bar):
             return None
     elif choice == "served":
         spec = bar.text_input("Server URL and settings", key="model_served", placeholder=SERVED_EXAMPLE).strip()
@@ -126,9 +124,7 @@ def chosen_spec() -> str | None:
         if not mia_core.is_served_spec(spec):
             bar.error("A served model's address starts with http:// or https://.")
             return None
-        if "key_env=" in spec and os.environ.get(SERVED_KEYS_ENV) != "1":  # a visitor could send our key anywhere
-            bar.error(f"This dashboard sends no API key from its environment (key_env=): its operator allows that "
-                      f"with {SERVED_KEYS_ENV}=1 (docs: Security and limits).")
+        if not keys_allowed(spec, bar):
             return None
     else:
         spec = bar.text_input("Hub id or local folder", key="model_other", placeholder="EleutherAI/pythia-160m").strip()
@@ -142,6 +138,16 @@ def chosen_spec() -> str | None:
             return None
         st.session_state.pop(UNCONFIRMED)
     return spec
+
+
+def keys_allowed(spec: str, bar) -> bool:
+    """False, said in the sidebar, for a spec that names a key's variable (key_env=) when the operator has not allowed
+    visitors to use keys from the dashboard's environment: a visitor could send the key anywhere, or spend it."""
+    if "key_env=" in spec and os.environ.get(SERVED_KEYS_ENV) != "1":
+        bar.error(f"This dashboard sends no API key from its environment (key_env=): its operator allows that "
+                  f"with {SERVED_KEYS_ENV}=1 (docs: Security and limits).")
+        return False
+    return True
 
 
 def model_picker() -> tuple[str | None, StatusContainer | None]:

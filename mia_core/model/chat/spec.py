@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-from ..served.spec import ENV_NAME, split_spec, spec_setting
+from ..served.spec import ENV_NAME, checked_numbers, split_spec, spec_setting
 
 #: The endpoints a chat API kind speaks: the `api=` values that make a URL spec a chat API's.
 CHAT_APIS = ("chat", "completions")
@@ -92,18 +92,10 @@ def parse_chat_spec(spec: str) -> ChatSpec:
         if not ENV_NAME.match(values["key_env"]):
             raise ValueError(f"key_env= names an environment variable (letters, digits, _), got {values['key_env']!r}")
         out["key_env"] = values["key_env"]
-    for name, kind, low, high in (("rpm", int, 1, MAX_PER_MINUTE), ("tpm", int, 1, MAX_PER_MINUTE),
-                                  ("concurrency", int, 1, MAX_CONCURRENCY), ("timeout", float, 1.0, MAX_TIMEOUT_S),
-                                  ("retries", int, 0, MAX_RETRIES), ("price_in", float, 0.0, MAX_PRICE_PER_M),
-                                  ("price_out", float, 0.0, MAX_PRICE_PER_M)):
-        if name in values:
-            try:
-                number = kind(values[name])
-            except ValueError:
-                raise ValueError(f"{name}= must be a number from {low:g} to {high:g} (got {values[name]!r})") from None
-            if not low <= number <= high:
-                raise ValueError(f"{name}= must be from {low:g} to {high:g} (got {values[name]})")
-            out[name] = number
+    out.update(checked_numbers(values, (
+        ("rpm", int, 1, MAX_PER_MINUTE), ("tpm", int, 1, MAX_PER_MINUTE), ("concurrency", int, 1, MAX_CONCURRENCY),
+        ("timeout", float, 1.0, MAX_TIMEOUT_S), ("retries", int, 0, MAX_RETRIES), ("price_in", float, 0.0, MAX_PRICE_PER_M),
+        ("price_out", float, 0.0, MAX_PRICE_PER_M))))
     if "tier" in values:
         if values["tier"] not in TIERS:
             raise ValueError(f"tier={values['tier']!r} is not one of: {', '.join(TIERS)} (GL is found by asking)")

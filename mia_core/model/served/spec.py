@@ -118,8 +118,16 @@ def _checked(values: dict[str, str]) -> dict:
     if out.get("logprobs") == "full" and out.get("api", "vllm") != "vllm":
         raise ValueError(f"logprobs=full is read from vLLM only: api={out['api']} returns the true token's log-prob "
                          "(and at most its top one), not the whole distribution")
-    for name, kind, low, high in (("concurrency", int, 1, MAX_CONCURRENCY), ("timeout", float, 1.0, MAX_TIMEOUT_S),
-                                  ("retries", int, 0, MAX_RETRIES)):
+    out.update(checked_numbers(values, (("concurrency", int, 1, MAX_CONCURRENCY), ("timeout", float, 1.0, MAX_TIMEOUT_S),
+                                        ("retries", int, 0, MAX_RETRIES))))
+    return out
+
+
+def checked_numbers(values: dict[str, str], bounds: tuple[tuple[str, type, float, float], ...]) -> dict:
+    """The numeric settings among `values`, each converted by its type and held to its (low, high) bounds, or a
+    ValueError naming the setting and what it accepts."""
+    out: dict = {}
+    for name, kind, low, high in bounds:
         if name in values:
             try:
                 number = kind(values[name])
