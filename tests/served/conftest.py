@@ -60,8 +60,9 @@ def vllm_merged(request, demo_known_merged) -> Iterator[VllmServer]:
     yield from _serve(request, "merged", model=demo_known_merged, name="demo-known-merged")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def vllm_book(request) -> Iterator[VllmServer]:
     """The memorised-book test model (tests/support/book_model.py, committed in tests/assets/book-model) served as
-    `book`; its chat template ships with the tokenizer."""
+    `book`; its chat template ships with the tokenizer. Module-scoped: its one module's tests use it, and an idle
+    engine kept for the rest of the session costs a third of a core."""
     yield from _serve(request, "book", model=BOOK_MODEL_DIR, name="book")

@@ -1,31 +1,38 @@
-"""The memorised-book model (tests/support/book_model.py) through a real vLLM engine, asked as a chat-only API is:
-§17's Phase 1 prompt gets the book's continuation, the `Continue` loop (full history resent) recovers the book and
-halts on `THE END`, §18's 38-word prefix gets the next words; the held-out control gets none of this. Plus the
-committed folder's manifest against what the builder would train on today."""
+"""Black-box extraction against a real vLLM engine serving a tiny model that memorised a book (the opening of Macbeth;
+tests/support/book_model.py) through its OpenAI-compatible chat and completions endpoints, no log-probs asked for.
+
+The model itself: §17's Phase 1 prompt gets the book's continuation and §18's 38-word prefix the next words, the
+held-out control (the opening of Hamlet) none of this; the committed folder's manifest is what the builder would train
+on today. Then MIA Lens's own runs on it: the two phases recover the book and not the control, nv-recall equals a plain
+recomputation from the stored answers, the record verifies and the report shows both; sampled windows give p̂ and its
+interval for memorised and held-out windows. One module, so the engine runs only while it does (`vllm_book` is
+module-scoped: an idle engine costs a third of a core)."""
 from __future__ import annotations
 
 import dataclasses
 import json
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import pytest
 
+from mia_core.audit.api_extraction import ApiExtractionRun, Text
+from mia_core.audit.api_report import api_report_html
+from mia_core.audit.api_verify import replay_conversation, verify_run
+from mia_core.blackbox.normalize import words as normalized_words
+from mia_core.blackbox.nv_recall import PAPER_PASSES, nv_recall
+from mia_core.blackbox.two_phase import ExtractionSettings
+from mia_core.blackbox.window_sampling import WindowSettings
+from mia_core.model.chat.chat_model import connect_chat
+from mia_core.runs.store import ResultsStore
+
+from tests.blackbox.test_nv_recall import reference
 from tests.support import book_model
-from tests.support.book_model import (
-    CONTINUE,
-    END_MARK,
-    book_text,
-    control_text,
-    covered_words,
-    phase1_prompt,
-    phase1_split,
-)
+from tests.support.book_model import book_text, control_text, phase1_prompt, phase1_split
 from tests.support.vllm_server import post_json
 
 pytestmark = [pytest.mark.integration, pytest.mark.served]
 
 MAX_TOKENS = 200
-TURNS = 25  # the book is ~3,000 tokens: ~15 turns of 200
 
 
 def chat(url: str, messages: list[dict], max_tokens: int = MAX_TOKENS) -> tuple[str, str]:
@@ -35,31 +42,6 @@ def chat(url: str, messages: list[dict], max_tokens: int = MAX_TOKENS) -> tuple[
     assert status == 200, answer
     choice = answer["choices"][0]
     return choice["message"]["content"], choice["finish_reason"]
-
-
-def extraction_loop(url: str, text: str) -> tuple[str, list[str]]:
-    """§17: Phase 1 from the first sentence's first half, then `Continue` with the whole history until a reply holds
-    THE END or the budget is spent; (replies joined by "\\n", finish reasons)."""
-    prefix, _ = phase1_split(text)
-    messages = [{"role": "user", "content": phase1_prompt(prefix)}]
-    replies, reasons = [], []
-    for _ in range(TURNS):
-        reply, reason = chat(url, messages)
-        replies.append(reply)
-        reasons.append(reason)
-        if END_MARK in reply:
-            break
-        messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": CONTINUE}]
-    return "\n".join(replies), reasons
-
-
-@pytest.fixture(scope="module")
-def loops(vllm_book) -> dict[str, tuple[str, list[str]]]:
-    """Both conversations at once (the engine batches them: one turn costs about as much as two)."""
-    texts = {"book": book_text(), "control": control_text()}
-    with ThreadPoolExecutor(len(texts)) as pool:
-        futures = {name: pool.submit(extraction_loop, vllm_book.url, text) for name, text in texts.items()}
-        return {name: future.result() for name, future in futures.items()}
 
 
 def test_the_committed_model_was_built_from_todays_texts_and_settings():
@@ -77,18 +59,6 @@ def test_phase1_prompt_gets_the_books_continuation(vllm_book):
     assert reply.split()[: len(target.split())] == target.split()
 
 
-def test_the_continue_loop_recovers_the_book_and_stops_at_its_end(loops):
-    generated, reasons = loops["book"]
-    assert covered_words(book_text(), generated) > 0.8
-    assert END_MARK in generated and reasons[-1] == "stop"  # THE END, then EOS
-    assert all(reason == "length" for reason in reasons[:-1])
-
-
-def test_the_continue_loop_does_not_recover_the_held_out_control(loops):
-    generated, _ = loops["control"]
-    assert covered_words(control_text(), generated) < 0.1
-
-
 @pytest.mark.parametrize("name, covered", [("book", True), ("control", False)])
 def test_a_38_word_prefix_gets_the_next_words_only_from_the_book(vllm_book, name, covered):
     words = (book_text() if name == "book" else control_text()).split()
@@ -101,3 +71,51 @@ def test_a_38_word_prefix_gets_the_next_words_only_from_the_book(vllm_book, name
     assert (answer["choices"][0]["text"].split()[:25] == suffix) is covered
     chatted, _ = chat(vllm_book.url, [{"role": "user", "content": phase1_prompt(prompt)}], max_tokens=60)
     assert (chatted.split()[:25] == suffix) is covered
+
+
+def test_the_memorised_book_is_extracted_and_the_control_is_not(vllm_book, tmp_path):
+    model = connect_chat(f"{vllm_book.url}/v1?api=chat&model=book&concurrency=2")
+    store = ResultsStore(tmp_path / "s.duckdb")
+    book, control = book_text(), control_text()
+    texts = [Text("Macbeth", book, "book"), Text("Hamlet", control, "control")]
+    settings = ExtractionSettings(max_tokens=500, max_turns=20, phase1_max_tokens=500)
+    # the paper's pitfall, for real: Macbeth says "I cannot", so the refusal patterns read over the whole answer halt
+    # a true continuation; the halt, its pattern and where it matched are recorded
+    halted = ApiExtractionRun(model, store, texts, settings).run().results.set_index("name")
+    assert (halted.loc["Macbeth", "halt"], halted.loc["Macbeth", "halt_pattern"]) == ("refusal", r"\bi cannot\b")
+    outcome = ApiExtractionRun(model, store, texts, replace(settings, refusal_scope="head")).run()
+    results = outcome.results.set_index("name")
+    assert results.loc["Macbeth", "nv_recall"] > 0.8 and results.loc["Macbeth", "claim_blocks"] >= 1
+    assert (results.loc["Macbeth", "halt"], results.loc["Macbeth", "halt_pattern"]) == ("stop_string", "THE END")
+    assert results.loc["Hamlet", "nv_recall"] < 0.1 and results.loc["Hamlet", "claim_blocks"] == 0
+    assert verify_run(store, outcome.run_id).fault is None
+    manifest = store.run(outcome.run_id)["config"]
+    for unit, text, name in (("book-000", book, "Macbeth"), ("control-000", control, "Hamlet")):
+        generation = replay_conversation(store, outcome.run_id, manifest, unit, text).generation
+        plain = reference(normalized_words(text), normalized_words(generation), PAPER_PASSES)
+        ours = nv_recall(text, generation)
+        assert (ours.m, ours.missing, ours.additional, ours.max_block) == (
+            plain["m"], plain["missing"], plain["additional"], plain["max_block"])
+        assert results.loc[name, "nv_recall"] == plain["nv_recall"]
+    page = api_report_html(store, outcome.run_id)
+    assert f"<b>Macbeth</b> (book): nv-recall {results.loc['Macbeth', 'nv_recall']:.1%}" in page
+    assert f"<b>Hamlet</b> (negative control): nv-recall {results.loc['Hamlet', 'nv_recall']:.1%}" in page
+    assert "stop_string (THE END)" in page and outcome.head in page
+
+
+def test_sampled_windows_of_the_memorised_book_are_discoverable_and_the_controls_are_not(vllm_book, tmp_path):
+    model = connect_chat(f"{vllm_book.url}/v1?api=chat&model=book&concurrency=2")
+    store = ResultsStore(tmp_path / "s.duckdb")
+    first = lambda text: " ".join(text.split()[200:314])  # noqa: E731  (two windows from the middle of each)
+    settings = WindowSettings(samples=8, per_request=4, greedy_repeats=2)
+    outcome = ApiExtractionRun(model, store, [Text("Macbeth", first(book_text()), "book"),
+                                              Text("Hamlet", first(control_text()), "control")], settings).run()
+    assert outcome.status == "done" and verify_run(store, outcome.run_id).fault is None
+    results = outcome.results.set_index("name")
+    assert results.loc["Macbeth", "n_windows"] == 2 and results.loc["Hamlet", "n_windows"] == 2
+    # greedy, the memorised windows come back word for word; sampled at temperature 1 this small model drifts within
+    # 38 words more often than not, yet some samples match: "extracted in n_s tries"
+    assert results.loc["Macbeth", "share_greedy"] == 1.0 and results.loc["Macbeth", "max_p_hat"] > 0
+    assert results.loc["Hamlet", "max_p_hat"] == 0.0 and results.loc["Hamlet", "share_extracted"] == 0.0
+    assert results.loc["Hamlet", "share_greedy"] == 0.0
+    assert results.loc["Hamlet", "max_p_hi"] == pytest.approx(1 - 0.025 ** (1 / 8))  # Clopper–Pearson at k = 0
