@@ -14,8 +14,12 @@ for `mia score` torch besides; the model is loaded within the growth). The input
   scoring starts (the issue: 3.6 GB for 10⁶ rows).
 - `score-full`: the same command run to its end on `--full-rows` rows, and the bytes a row of the output table takes
   when it is written (`DataFrame.memory_usage(deep=True)`, the part that grows with the rows).
+- `score-output`: what the output of `--rows` rows costs where scoring 10⁶ rows on a CPU takes hours: parts of
+  16,384 score rows as `scoring.parts.score_parts` keeps them (the file's ids, n_tokens, long_text, four floats),
+  joined and written by `csv_safe.to_csv_safe` as `mia score` writes them.
 
-    .venv/bin/python bench/table_memory.py [--cases books-csv-long,books-jsonl-long,books-csv-many,score-start,score-full]
+    .venv/bin/python bench/table_memory.py [--cases books-csv-long,books-jsonl-long,books-csv-many,score-start,score-full,
+        score-output]
         [--book-chars 400000000] [--rows 1000000] [--full-rows 40000] [--source /tmp/before] [--json OUT.json]
     (--source: another checkout's mia_core, e.g. `git archive HEAD~1 mia_core | tar -x -C /tmp/before`)
 """
@@ -73,6 +77,27 @@ except SystemExit as exit_:
     if exit_.code:
         raise
 report(**written)
+"""
+
+OUTPUT_CHILD = MEASURE + r"""
+import numpy as np, pandas as pd
+from mia_core.csv_safe import to_csv_safe
+before = mib("VmRSS")
+with open(sys.argv[1]) as rows:
+    ids = np.array([json.loads(line)["id"] for line in rows], dtype=object)
+frames = []
+for start in range(0, len(ids), 16384):
+    part = ids[start:start + 16384]
+    frame = pd.DataFrame({"id": part, "n_tokens": np.full(len(part), 34), "long_text": "none"})
+    for name in ("loss", "zlib", "min_k", "min_k_pp"):
+        frame[name] = np.random.default_rng(start).normal(size=len(part))
+    frames.append(frame)
+del ids, part, frame
+df = pd.concat(frames, ignore_index=True)
+del frames
+per_row = int(df.memory_usage(deep=True).sum()) / len(df)
+to_csv_safe(df, sys.argv[2])
+report(rows=len(df), output_bytes_per_row=per_row)
 """
 
 
@@ -137,7 +162,8 @@ def run_child(script: str, args: list[str], source: Path, folder: Path, timeout:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="books-csv-long,books-jsonl-long,books-csv-many,score-start,score-full")
+    parser.add_argument("--cases", default="books-csv-long,books-jsonl-long,books-csv-many,score-start,score-full,"
+                                           "score-output")
     parser.add_argument("--book-chars", type=int, default=400_000_000)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--full-rows", type=int, default=40_000)
@@ -157,6 +183,10 @@ def main() -> None:
                 path = folder / f"books.{kind}"
                 write_books(path, shape, args.book_chars)
                 figures = run_child(BOOKS_CHILD, [str(path)], source, folder, args.timeout)
+            elif case == "score-output":
+                path = folder / "rows.jsonl"
+                write_rows(path, args.rows)
+                figures = run_child(OUTPUT_CHILD, [str(path), str(folder / "scores.csv")], source, folder, args.timeout)
             else:
                 path = folder / "rows.jsonl"
                 write_rows(path, args.rows if case == "score-start" else args.full_rows)
