@@ -12,7 +12,7 @@ from ..names import html_text
 from ..runs.api_results import results_table, run_texts
 from ..runs.evidence import EvidenceRecord
 from ..runs.store import ResultsStore
-from .api_extraction import CLAIM_WORDS
+from .api_procedures import CLAIM_WORDS
 from .pdf import PRINT_STYLE, html_to_pdf
 from .report import STYLE
 

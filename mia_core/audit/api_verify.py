@@ -16,7 +16,8 @@ from ..runs.evidence import EvidenceRecord, verify_chain
 from ..runs.store import ResultsStore
 from ..model.chat.client import request_bytes
 from ..runs.api_results import run_texts, stored_results
-from .api_extraction import PROCEDURES, RUN_KINDS, stored_answer
+from .api_extraction import stored_answer
+from .api_procedures import PROCEDURES, RUN_KINDS
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ import typer
 
 from ..audit.api_estimate import estimate
 from ..audit.api_report import api_report_html, api_report_pdf
-from ..audit.api_extraction import CLAIM_WORDS, ApiExtractionRun, RecordMismatch, Text
+from ..audit.api_extraction import ApiExtractionRun, RecordMismatch, Text
+from ..audit.api_procedures import CLAIM_WORDS
 from ..audit.api_verify import verify_run
 from ..audit.sources import read_books
 from ..blackbox.two_phase import PROFILES, ExtractionSettings
