@@ -1,4 +1,4 @@
-"""What a book-extraction run on a chat API may cost, said before it starts: at most (every text runs all its turns)
+"""What a chat API run may cost, said before it starts: at most (every text runs all its turns)
 and about (each book recited to its end), in tokens and, with a price, dollars.
 
 Both are estimates from the texts' UTF-8 bytes (≈ 4 bytes a token for English prose; the API's `usage` is what the
@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..blackbox.decop import EXAM_SYSTEM, ORDERS, DecopSettings, question
+from ..blackbox.decop_passages import QuizBook
 from ..blackbox.two_phase import INSTRUCTION, SEPARATOR, ExtractionSettings, seed_of
 from ..model.chat.prices import Prices
 
@@ -72,3 +74,17 @@ def _turns_to_end(text: str, settings: ExtractionSettings) -> int:
     """Continue turns to recite the rest of a book after the probe's answer."""
     rest = max(0, _tokens(text) - settings.phase1_max_tokens)
     return min(settings.max_turns, -(-rest // settings.max_tokens))
+
+
+def quiz_estimate(books: Sequence[QuizBook], settings: DecopSettings, prices: Prices) -> Estimate:
+    """A DE-COP run: 24 requests per passage, each the question (its four options) and the system text, and
+    `max_tokens` out; the same at most and about (every question is asked)."""
+    requests = input_tokens = 0
+    for book in books:
+        for passage in book.passages:
+            text = question(book.title, book.author, passage.options) + EXAM_SYSTEM
+            requests += len(ORDERS)
+            input_tokens += len(ORDERS) * (_tokens(text) + 2 * TEMPLATE_TOKENS)
+    output = requests * settings.max_tokens
+    dollars = prices.cost(input_tokens, output)
+    return Estimate(requests, input_tokens, output, requests, input_tokens, output, dollars, dollars)

@@ -37,6 +37,11 @@ from .api_procedures import METHOD_VERSION, PROCEDURES, Settings, procedure_for,
 
 
 
+#: Seconds between renewals of a session's claims while it records answers (a claim goes stale after an hour; renewing
+#: on every answer cost a store connection, ~30 ms, per request).
+CLAIM_RENEW_S = 30.0
+
+
 class RecordMismatch(ValueError):
     """A stored request differs from the one the run would send now: the record is not this run's to resume."""
 
@@ -106,16 +111,19 @@ class ApiExtractionRun:
                  budget: Budget = Budget(), run_id: str | None = None, operator: str | None = None,
                  wait: Callable[[float], None] = time.sleep):
         self.procedure = procedure_for(settings)
-        if self.procedure.needs_control and not any(t.role == "control" for t in texts):
-            raise ValueError("a book-extraction run needs a negative control: a text the model cannot have seen (e.g. "
-                             "one published after its training cutoff), run the same way, so that the report can "
-                             "show what the method finds where there is nothing to find")
+        controls = sum(t.role == "control" for t in texts)
+        if self.procedure.needs_control and controls < self.procedure.min_controls:
+            raise ValueError(f"this {self.procedure.method} run needs {control_words(self.procedure.min_controls)}: "
+                             "texts the model cannot have seen (e.g. published after its training cutoff), run the "
+                             "same way, so that the report can show what the method finds where there is nothing to "
+                             f"find (given: {controls})")
         self.model, self.store, self.texts, self.settings = model, store, list(texts), settings
         self.plan = run_plan(model, texts, settings)
         self.run_id = run_id or default_run_id(self.plan)
         self.units = unit_ids(texts)
         self.evidence = EvidenceRecord(store, self.run_id)
         self.budget, self.wait = budget, wait
+        self._renewed = time.monotonic()
         manifest = run_manifest(self.plan, model, operator)
         record = RunRecord(self.run_id, self.procedure.kind, model.spec, model.fingerprint, self.procedure.method,
                            asdict(settings), 0,
@@ -188,7 +196,9 @@ class ApiExtractionRun:
                 exchange = replace(exchange, attempt=exchange.attempt + attempts[step])
                 self.evidence.append(unit, step, exchange, call_summary(exchange.status, exchange.response, api,
                                                                         refusal_scope=scope_of(self.settings)))
-                keep_claim(self.store, self.run_id, session)
+                if time.monotonic() - self._renewed > CLAIM_RENEW_S:
+                    self._renewed = time.monotonic()
+                    keep_claim(self.store, self.run_id, session)
 
             try:
                 answer = self.model.client.send(body, record, token_bound=bound + int(body.get("max_tokens", 0)))
@@ -202,6 +212,10 @@ class ApiExtractionRun:
             return answer
 
         return send
+
+
+def control_words(n: int) -> str:
+    return "a negative control" if n == 1 else f"at least {n} clean books (negative controls)"
 
 
 class BudgetStop(Exception):

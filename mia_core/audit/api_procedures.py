@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..blackbox.decop import DecopSettings, decop_book
+from ..blackbox.decop_stats import MIN_CLEAN_BOOKS
 from ..blackbox.nv_recall import nv_recall
+from ..blackbox.simmia_sampling import SimMiaSettings, simmia_text
 from ..blackbox.two_phase import Conversation, ExtractionSettings, converse
 from ..blackbox.window_sampling import WindowSettings, sample_text
 
@@ -47,6 +50,8 @@ class Procedure:
     settings: type
     run: Callable[..., dict]
     needs_control: bool
+    min_controls: int = 1
+    """Control texts a run needs when `needs_control` (DE-COP: the clean books it is compared with)."""
 
 
 def _two_phase(text: str, model: str, api: str, settings: ExtractionSettings, send, wait) -> dict:
@@ -55,9 +60,11 @@ def _two_phase(text: str, model: str, api: str, settings: ExtractionSettings, se
 
 PROCEDURES = {p.method: p for p in (
     Procedure("api_extraction", "api-extraction", ExtractionSettings, _two_phase, needs_control=True),
-    Procedure("extraction_blackbox", "api-windows", WindowSettings, sample_text, needs_control=False))}
+    Procedure("extraction_blackbox", "api-windows", WindowSettings, sample_text, needs_control=False),
+    Procedure("decop", "api-decop", DecopSettings, decop_book, needs_control=True, min_controls=MIN_CLEAN_BOOKS),
+    Procedure("simmia", "api-simmia", SimMiaSettings, simmia_text, needs_control=False))}
 RUN_KINDS = {p.kind for p in PROCEDURES.values()}
-Settings = ExtractionSettings | WindowSettings
+Settings = ExtractionSettings | WindowSettings | DecopSettings | SimMiaSettings
 """Every procedure's settings type (a union, for type hints)."""
 
 

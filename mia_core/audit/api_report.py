@@ -53,7 +53,7 @@ def api_report_html(store: ResultsStore, run_id: str, *, printed: bool = False) 
         f"{html_text(datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC'))} by MIA Lens "
         f"{html_text(manifest['tool_version'])}. Run <code class='run-id'>{html_text(run_id)}</code>.</p>",
         _summary(table),
-        "<h2>Run</h2>" + _meta({
+        "<h2>Run</h2>" + meta_table({
             "model (as asked)": manifest["spec"], "model (as it answered)": ", ".join(
                 sorted({m for ms in table.get("models_answered", pd.Series(dtype=object)).dropna() for m in ms}))
             or str(manifest.get("answered_model")),
@@ -68,7 +68,7 @@ def api_report_html(store: ResultsStore, run_id: str, *, printed: bool = False) 
             "operator": manifest["operator"], "started": manifest["started_at"], "status": run["status"]}),
         "<h2>Books and the negative control</h2>" + _table(table),
         "<h2>Limits of the evidence</h2><ul>" + "".join(f"<li>{item}</li>" for item in LIMITS) + "</ul>",
-        _record_section(store, run_id, evidence.head(), manifest),
+        record_section(store, run_id, evidence.head(), manifest),
     ]
     head = f"<style>{STYLE}{PRINT_STYLE if printed else ''}</style>"
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>MIA Lens book extraction "
@@ -112,20 +112,22 @@ def _table(table: pd.DataFrame) -> str:
     return shown.astype(object).where(shown.notna(), "").astype(str).to_html(index=False, escape=True, border=0)
 
 
-def _record_section(store: ResultsStore, run_id: str, head: str | None, manifest: dict) -> str:
+def record_section(store: ResultsStore, run_id: str, head: str | None, manifest: dict) -> str:
+    """The evidence record: its head hash, the command that re-checks it, and each text's SHA-256."""
     texts = run_texts(store, run_id)
     hashes = {t["unit"]: t["sha256"] for t in manifest["texts"]}
     digests = pd.DataFrame({"text": texts["name"], "role": texts["role"], "words": texts["text"].str.split().str.len(),
                             "sha256": texts["unit"].map(hashes)})
     return ("<h2>Evidence record</h2><p>Every request and answer of this run, retries included, is stored in the "
             "results store before it was used, append-only and hash-chained from the manifest; the numbers above are "
-            "recomputed from the stored answers alone.</p>" + _meta({
+            "recomputed from the stored answers alone.</p>" + meta_table({
                 "head hash": head or "(no record yet)", "store": str(store.path),
                 "verify": f"mia verify {run_id} --store {store.path}",
                 "normalisation": f"version {manifest['normalization']}"})
             + digests.to_html(index=False, escape=True, border=0, classes="digests"))
 
 
-def _meta(rows: dict) -> str:
+def meta_table(rows: dict) -> str:
+    """Label–value rows, escaped."""
     return "<table class='meta'>" + "".join(f"<tr><td>{html_text(k)}</td><td>{html_text(v)}</td></tr>"
                                             for k, v in rows.items()) + "</table>"

@@ -1,6 +1,7 @@
 """A small OpenAI-compatible chat API on loopback for the faults a real engine will not produce on demand (429 with and
 without Retry-After, 500 then recovery, a dropped connection, a non-JSON body, a refused key, an unknown model, a
-refusal, an empty answer) and for counting what reaches the server. Its "model" recites one book word by word: asked
+refusal, an empty answer) and for counting what reaches the server; `first_token` gives answers that ask for log-probs
+a first token's top list (a quiz's letters). Its "model" recites one book word by word: asked
 to continue a text of the book, it answers the next `max_tokens` words (a word is a token in its `usage`); anything
 else gets a fixed sentence. The numbers of the extraction tests come from the real vLLM engine
 (`tests/served/test_api_extraction_engine.py`); this server only stands in for faults.
@@ -62,11 +63,17 @@ class Handler(BaseHTTPRequestHandler):
         source = messages[-1]["content"] if messages[-1]["content"] not in api.continue_messages else messages[-2]["content"]
         text = api.reply(source, int(request.get("max_tokens", 16))) if api.reply else continuation(
             api.book_words, source, int(request.get("max_tokens", 16)))
+        choice: dict = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        if api.first_token is not None and request.get("logprobs"):
+            top = api.first_token(request)  # token -> log-prob of the first answer token; the answer is its argmax
+            text = max(top, key=top.get)
+            choice["message"]["content"] = text
+            choice["logprobs"] = {"content": [{"token": text, "logprob": top[text], "top_logprobs": [
+                {"token": t, "logprob": v} for t, v in list(top.items())[:int(request.get("top_logprobs", 0))]]}]}
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
         answer = {"id": f"chatcmpl-{len(api.received)}", "object": "chat.completion", "created": 1700000000,
                   "model": api.answered_model, "system_fingerprint": "fp_fake",
-                  "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                               "finish_reason": "stop"}],
+                  "choices": [choice],
                   "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
                             "total_tokens": prompt_tokens + len(text.split())}}
         self._send(200, answer)
@@ -100,6 +107,7 @@ class FakeChat:
         self.received: list[bytes] = []
         self.delay = 0.0  # seconds before each answer
         self.reply = None  # a function (source text, max_tokens) -> answer text, instead of reciting
+        self.first_token = None  # a function (request) -> {token: log-prob}: answers asking log-probs get them
         self.continue_messages = {"Continue", "Continue without citation metadata."}
         self.lock = threading.Lock()
 
