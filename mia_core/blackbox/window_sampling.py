@@ -8,7 +8,8 @@ never compared. Like the two-phase loop, this is a pure function of `send(step, 
 replays it (`mia verify`).
 
 Windows are counted in words: no production API's tokenizer is at hand, and 38 words ≈ 50 tokens (Ahmed et al. §3.2);
-the windows' word counts are recorded with the run.
+the windows' word counts are recorded with the run. With a tokenizer declared to be the provider's, a tier GL API
+also gives each window an upper bound on log p(z) from one greedy call (`gl_bound`).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from typing import Callable
 
 from ..model.chat.answers import ChatAnswer
 from .responses import classify
-from .sampled import WindowEstimate, contained_match, estimate_window, greedy_summary, strict_match
+from .gl_bound import spells_ids, token_strings, window_bound
+from .sampled import DEFAULT_PS, WindowEstimate, contained_match, estimate_window, greedy_summary, strict_match
 from .two_phase import INSTRUCTION, SEPARATOR
 
 #: Most windows one text is cut into (each costs `samples` + `greedy_repeats` answers): state it, bound it.
@@ -47,6 +49,11 @@ class WindowSettings:
     alpha: float = 0.05
     tries: int = 100
     """`n` of (n,p): the adversary's tries a window is judged at."""
+    tokenizer: str | None = None
+    """Tier GL: a local tokenizer.json declared to be the provider's; with it, one more greedy call per window asks
+    the top log-probs and bounds log p(z) (`gl_bound`). None: no bound."""
+    tokenizer_sha256: str | None = None
+    top_logprobs: int = 20
 
     def __post_init__(self) -> None:
         for name in ("prefix_words", "suffix_words", "stride_words", "samples", "per_request", "tries"):
@@ -54,6 +61,8 @@ class WindowSettings:
                 raise ValueError(f"{name} must be at least 1 (got {getattr(self, name)})")
         if self.greedy_repeats < 0 or not 0 < self.alpha < 1:
             raise ValueError("greedy_repeats must be ≥ 0 and alpha in (0, 1)")
+        if (self.tokenizer is None) != (self.tokenizer_sha256 is None) or not 1 <= self.top_logprobs <= 20:
+            raise ValueError("a tokenizer needs its SHA-256 (and top_logprobs is 1–20)")
 
     @property
     def max_tokens(self) -> int:
@@ -69,6 +78,8 @@ class Window:
     end: int
     prefix: str
     suffix: str
+    gap: str = " "
+    """The text between prefix and suffix (what a completions endpoint writes before the suffix)."""
 
 
 def word_windows(text: str, settings: WindowSettings) -> list[Window]:
@@ -80,7 +91,7 @@ def word_windows(text: str, settings: WindowSettings) -> list[Window]:
         middle = first + settings.prefix_words
         last = first + width - 1
         out.append(Window(spans[first][0], spans[last][1], text[spans[first][0]:spans[middle - 1][1]],
-                          text[spans[middle][0]:spans[last][1]]))
+                          text[spans[middle][0]:spans[last][1]], text[spans[middle - 1][1]:spans[middle][0]]))
     if len(out) > MAX_WINDOWS:
         raise ValueError(f"{len(out):,} windows is over the {MAX_WINDOWS:,} one text may have: raise the stride, or "
                          "cut the text")
@@ -100,6 +111,25 @@ def window_body(model: str, api: str, window: Window, settings: WindowSettings, 
     return body
 
 
+def bound_body(model: str, api: str, window: Window, settings: WindowSettings, seed: int) -> dict:
+    """The GL call of a window: greedy, with the generated tokens' top log-probs."""
+    body = window_body(model, api, window, settings, greedy=True, seed=seed)
+    if api == "chat":
+        body.update(logprobs=True, top_logprobs=settings.top_logprobs)
+    else:
+        body["logprobs"] = settings.top_logprobs
+    return body
+
+
+def bound_target(api: str, window: Window, answer: "ChatAnswer | None") -> str:
+    """The string whose token path is bounded: the gap and the suffix where the answer opens with whitespace, as a
+    completion continuing the prefix does, else the suffix alone, as a chat answer starting afresh does (ours: the
+    bound holds for whichever path it is computed for; it bounds that path, not every spelling of the suffix)."""
+    choice = answer.choices[0] if answer is not None and answer.choices else None
+    first = (choice.text or "") if choice is not None else ""
+    return window.gap + window.suffix if api == "completions" or first[:1].isspace() else window.suffix
+
+
 def _seed(text: str, window: int, call: int) -> int:
     """A request's seed: fixed by the text, the window and the call (so a resumed run sends the same bytes)."""
     return int.from_bytes(hashlib.sha256(f"{window}|{call}|{text}".encode()).digest()[:4], "big") & 0x7FFFFFFF
@@ -109,11 +139,12 @@ def sample_text(text: str, model: str, api: str, settings: WindowSettings, send:
                 wait: Callable[[float], None] = lambda s: None) -> dict:
     """Every window's greedy calls and samples through `send`, and the per-window and per-text numbers."""
     windows = word_windows(text, settings)
-    calls = settings.greedy_repeats + -(-settings.samples // settings.per_request)
+    calls = settings.greedy_repeats + -(-settings.samples // settings.per_request) + (settings.tokenizer is not None)
+    sampled = calls - (settings.tokenizer is not None)
     rows = []
     for w, window in enumerate(windows):
         greedy, samples, refusals, answers = [], [], 0, 0
-        for call in range(calls):
+        for call in range(sampled):
             is_greedy = call < settings.greedy_repeats
             answer = send(w * calls + call, window_body(model, api, window, settings, greedy=is_greedy,
                                                        seed=_seed(text, w, call)))
@@ -124,7 +155,15 @@ def sample_text(text: str, model: str, api: str, settings: WindowSettings, send:
                 (greedy if is_greedy else samples).append((hit, contained_match(choice.text or "", window.suffix)))
         estimate = estimate_window([h for h, _ in samples[:settings.samples]] or [False], alpha=settings.alpha,
                                    n=settings.tries) if samples else None
-        rows.append(_row(w, window, estimate, greedy, samples, refusals, answers))
+        row = _row(w, window, estimate, greedy, samples, refusals, answers)
+        if settings.tokenizer is not None:
+            answer = send(w * calls + sampled, bound_body(model, api, window, settings, _seed(text, w, sampled)))
+            target = bound_target(api, window, answer)
+            choice = answer.choices[0] if answer is not None and answer.choices else None
+            suffix = token_strings(settings.tokenizer, settings.tokenizer_sha256, target, as_ids=spells_ids(choice))
+            row.update(window_bound(choice, suffix, settings.tries, DEFAULT_PS), gl_tokens=len(suffix),
+                       gl_with_gap=target != window.suffix)
+        rows.append(row)
     return {"windows": rows, **_per_text(rows)}
 
 
@@ -150,4 +189,17 @@ def _per_text(rows: list[dict]) -> dict:
             "max_p_hi": max((r["p_hi"] for r in estimated), default=None),
             "share_extracted": sum(r["strict"] > 0 for r in estimated) / len(estimated) if estimated else None,
             "share_greedy": sum(r["greedy_strict"] > 0 for r in greedy) / len(greedy) if greedy else None,
-            "refusal_rate": sum(r["refusals"] for r in rows) / answers if answers else None}
+            "refusal_rate": sum(r["refusals"] for r in rows) / answers if answers else None,
+            **_gl_per_text(rows)}
+
+
+def _gl_per_text(rows: list[dict]) -> dict:
+    """With a GL bound: the largest upper bound on a window's p(z), and the share of windows it rules out at p = 0.5
+    (no adversary's n tries reach the suffix with even odds)."""
+    bounded = [r for r in rows if r.get("gl_log_p") is not None]
+    if not bounded:
+        return {}
+    upper = [r for r in bounded if not r["gl_exact_path"]]
+    return {"gl_windows": len(bounded), "gl_exact_paths": len(bounded) - len(upper),
+            "max_gl_log_p": max(r["gl_log_p"] for r in bounded),
+            "share_gl_ruled_out": sum(r["gl_ruled_out"][0] for r in upper) / len(bounded)}

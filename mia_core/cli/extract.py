@@ -52,6 +52,9 @@ def extract(
                                          "tokens\")"),
     store: Optional[Path] = typer.Option(None, "--store", help="chat API: results store of the evidence record"),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="chat API: resume or name the run"),
+    tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="chat API with log-probs (tier GL): the "
+                                             "provider's tokenizer.json (a local file or folder); each window then "
+                                             "gets an upper bound on its suffix's log-probability"),
     options: ModelOptions = ModelOptions(),
 ) -> None:
     """Extraction probability per window ((n,p)-discoverable): can the model reproduce each passage verbatim from the
@@ -66,8 +69,11 @@ def extract(
         writable(summary)
     if is_chat_spec(model):  # windows sampled from a chat API: p̂, never the white-box p_z
         extract_api(model, data, output, summary, prefix=prefix, suffix=suffix, stride=stride, samples=samples,
-                    per_request=per_request, greedy_repeats=greedy_repeats, budget=budget, store=store, run_id=run_id)
+                    per_request=per_request, greedy_repeats=greedy_repeats, budget=budget, store=store, run_id=run_id,
+                    tokenizer=tokenizer)
         return
+    if tokenizer is not None:
+        fail("--tokenizer is for a chat API (tier GL); a model in process uses its own tokenizer")
     lm = load(model, options)
     try:
         results = extract_texts(lm, data["text"].tolist(), settings,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..audit.api_extraction import ApiExtractionRun, RecordMismatch, Text
+from ..blackbox.gl_bound import file_sha256, tokenizer_file
 from ..blackbox.window_sampling import WindowSettings
 from ..csv_safe import to_csv_safe
 from ..model.chat.chat_model import connect_chat
@@ -32,15 +33,19 @@ def words_for(tokens: int) -> int:
 
 def extract_api(model: str, data: pd.DataFrame, output: Path, summary: Path | None, *, prefix: int, suffix: int,
                 stride: int, samples: int, per_request: int, greedy_repeats: int, budget: str | None,
-                store: Path | None, run_id: str | None) -> None:
+                store: Path | None, run_id: str | None, tokenizer: Path | None = None) -> None:
     """Sample every window of every text from the chat API `model`; write one row per window (and per text)."""
     try:
+        declared = tokenizer_file(tokenizer) if tokenizer is not None else None
         settings = WindowSettings(words_for(prefix), words_for(suffix), words_for(stride), samples, per_request,
-                                  greedy_repeats)
+                                  greedy_repeats, tokenizer=None if declared is None else str(declared.resolve()),
+                                  tokenizer_sha256=None if declared is None else file_sha256(declared))
         limit = parse_budget(budget) if budget else Budget()
     except ValueError as err:
         fail(str(err))
     chat = connect_chat(model)
+    if declared is not None and chat.tier.name != "GL":
+        fail(f"{chat.name} returns no log-probs (tier G): --tokenizer gives a bound only with them")
     echo(f"model: {chat.name} (answered as {chat.answered_model}; tier {chat.tier.name}); {chat.prices.words()}")
     echo(f"windows: {settings.prefix_words} + {settings.suffix_words} words every {settings.stride_words} words; "
          f"{settings.samples} samples at temperature {settings.temperature:g} and {settings.greedy_repeats} greedy "
@@ -66,6 +71,9 @@ def extract_api(model: str, data: pd.DataFrame, output: Path, summary: Path | No
             echo(one_line(f"{row['name']}: {row['n_windows']} windows; largest p̂ {row['max_p_hat']:.3f} (upper bound "
                           f"{row['max_p_hi']:.3f}); extracted at least once in {row['share_extracted']:.1%} of windows"
                           f", greedily in {row['share_greedy']:.1%}"))
+        if isinstance(row.get("share_gl_ruled_out"), float) and not math.isnan(row["share_gl_ruled_out"]):
+            echo(one_line(f"{row['name']}: the log-prob bound rules out {row['share_gl_ruled_out']:.1%} of windows "
+                          f"at p = 0.5; {int(row['gl_exact_paths'])} window(s) came back token for token"))
     echo(f"spent: {outcome.spent.words()}")
     echo(f"record: run {outcome.run_id}, head {outcome.head}; check it with: mia verify {outcome.run_id}"
          + (f" --store {store}" if store else ""))

@@ -24,7 +24,8 @@ from tests.support.cli_runner import run_cli
 #: `mia compare` added (issue 29: two runs' scores as a paired test); `mia extract` added (issue 26: extraction);
 #: `audit-books --pdf` (issue 29: the report as PDF) and `--extraction` with its window settings, `demo build --traps`
 #: (issue 26); `--max-memory` with the model options and `--ray-gpus-per-actor` with the Ray ones (issue 25: sharding);
-#: `mia app` added (issue 42: the dashboard from an installed package); `mia decop-books` added (issue 43: DE-COP).
+#: `mia app` added (issue 42: the dashboard from an installed package); `mia decop-books` added (issue 43: DE-COP);
+#: `extract --tokenizer` (issue 40: the GL bound per window).
 BEFORE = {
     "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --param "
              "--shots-nonmembers --shots-members --reference --device --dtype --max-memory --allow-pickle --trust-remote-code "
@@ -34,7 +35,7 @@ BEFORE = {
             "--shots-nonmembers --shots-members --reference --n-shots --reference-fraction --helper-seed --device "
             "--dtype --max-memory --allow-pickle --trust-remote-code --backend --ray-address --ray-actors --ray-gpus-per-actor",
     "extract": "--model --input --output --summary --prefix --suffix --stride --top-k --temperature --text-column --bos --windows "
-               "--samples --per-request --greedy-repeats --budget --store --run-id "
+               "--samples --per-request --greedy-repeats --budget --store --run-id --tokenizer "
                "--device --dtype --max-memory --allow-pickle --trust-remote-code",
     "extract-books": "--model --books --control --output-dir --profile --max-tokens --max-turns --probe-tokens "
                      "--refusal-scope --context-tokens --budget --store --run-id --operator --pdf --estimate",

@@ -21,9 +21,13 @@ from mia_core.audit.api_verify import replay_conversation, verify_run
 from mia_core.blackbox.normalize import words as normalized_words
 from mia_core.blackbox.nv_recall import PAPER_PASSES, nv_recall
 from mia_core.blackbox.two_phase import ExtractionSettings
-from mia_core.blackbox.window_sampling import WindowSettings
+from mia_core.blackbox.gl_bound import file_sha256
+from mia_core.blackbox.two_phase import INSTRUCTION, SEPARATOR
+from mia_core.blackbox.window_sampling import WindowSettings, word_windows
 from mia_core.model.chat.chat_model import connect_chat
+from mia_core.runs.api_results import stored_results
 from mia_core.runs.store import ResultsStore
+from tokenizers import Tokenizer
 
 from tests.blackbox.test_nv_recall import reference
 from tests.support import book_model
@@ -119,3 +123,41 @@ def test_sampled_windows_of_the_memorised_book_are_discoverable_and_the_controls
     assert results.loc["Hamlet", "max_p_hat"] == 0.0 and results.loc["Hamlet", "share_extracted"] == 0.0
     assert results.loc["Hamlet", "share_greedy"] == 0.0
     assert results.loc["Hamlet", "max_p_hi"] == pytest.approx(1 - 0.025 ** (1 / 8))  # Clopper–Pearson at k = 0
+
+
+def path_logprob(url: str, prompt_ids: list[int], path_ids: list[int]) -> float:
+    """log p(path | prompt) from the engine's prompt log-probs of prompt + path: an independent computation."""
+    status, answer = post_json(f"{url}/v1/completions", {"model": "book", "prompt": prompt_ids + path_ids,
+                                                         "max_tokens": 1, "temperature": 0, "prompt_logprobs": 0})
+    assert status == 200, answer
+    rows = answer["choices"][0]["prompt_logprobs"][len(prompt_ids):]
+    return sum(row[str(token)]["logprob"] for row, token in zip(rows, path_ids))
+
+
+def test_the_log_prob_bound_is_exact_for_memorised_windows_and_rules_out_held_out_ones(vllm_book, tmp_path):
+    tokenizer_path = book_model.ASSET_DIR / "tokenizer.json"
+    model = connect_chat(f"{vllm_book.url}/v1?api=chat&model=book&concurrency=2")
+    assert model.tier.name == "GL" and model.tier.k_top == 20
+    store = ResultsStore(tmp_path / "s.duckdb")
+    middle = lambda text: " ".join(text.split()[200:314])  # noqa: E731
+    texts = {"Macbeth": middle(book_text()), "Hamlet": middle(control_text())}
+    settings = WindowSettings(samples=1, greedy_repeats=0, tokenizer=str(tokenizer_path),
+                              tokenizer_sha256=file_sha256(tokenizer_path))
+    outcome = ApiExtractionRun(model, store, [Text(n, t, "book") for n, t in texts.items()], settings).run()
+    assert outcome.status == "done" and verify_run(store, outcome.run_id).fault is None
+    stored = stored_results(store, outcome.run_id)
+    results = {name: stored[unit] for name, unit in zip(outcome.results["name"], outcome.results["unit"])}
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    for name, text in texts.items():
+        for window, row in zip(word_windows(text, settings), results[name]["windows"]):
+            status, tokenized = post_json(f"{vllm_book.url}/tokenize", {"model": "book", "add_generation_prompt": True,
+                                          "messages": [{"role": "user", "content": INSTRUCTION + SEPARATOR + window.prefix}]})
+            target = window.gap + window.suffix if row["gl_with_gap"] else window.suffix
+            true = path_logprob(vllm_book.url, tokenized["tokens"], tokenizer.encode(target, add_special_tokens=False).ids)
+            if name == "Macbeth":  # recited token for token: the bound is the path's own log-probability
+                assert row["gl_exact_path"] and row["gl_log_p"] == pytest.approx(true, abs=2e-3)
+                assert row["gl_discoverable"] == [True, True]
+            else:  # diverges at once: an upper bound that holds, and rules the window out
+                assert not row["gl_exact_path"] and true <= row["gl_log_p"] + 1e-4
+                assert row["gl_ruled_out"][1]  # no 100 tries reach it with 95% odds
+    assert results["Macbeth"]["gl_exact_paths"] == 2
