@@ -1,9 +1,10 @@
 """Method parameters on the pages, drawn from each chosen method's parameters dataclass (`MethodSpec.param_infos`).
 
-A bounded fraction is a slider, a whole or unbounded number a number box, a parameter with `choices` a select box,
-a flag a checkbox; `widget=False` parameters (seeds, model names) stay off the pages (CLI and Python only). A
-parameter several chosen methods take (k) is drawn once, as "k: used by Min-K%, Min-K%++", with bounds and choices
-that suit every one of them; widget keys are `{key_prefix}_{name}` (`explore_k`, `bench_n_shots`, …).
+A bounded fraction is a slider (a number box when its default is None: unset), a whole or unbounded number a number
+box, a parameter with `choices` a select box, a flag a checkbox; `widget=False` parameters (seeds, model names) stay
+off the pages (CLI and Python only). A parameter several chosen methods take (k) is drawn once, as "k: used by Min-K%,
+Min-K%++", with bounds and choices that suit every one of them; widget keys are `{key_prefix}_{name}` (`explore_k`,
+`bench_n_shots`, …).
 """
 from __future__ import annotations
 
@@ -89,9 +90,10 @@ def param_widget(box, shared: Shared, key: str) -> Any:
     cast = int if whole else float
     low, high = (None if b is None else cast(b) for b in (info.low, info.high))
     step = cast(info.step) if info.step is not None else (1 if whole else None)
-    if not whole and low is not None and high is not None and step is not None:
+    if not whole and low is not None and high is not None and step is not None and info.default is not None:
         return box.slider(label, low, high, cast(info.default), step, key=key, help=help_)
-    value = None if info.default is None else cast(info.default)  # None: the method's own rule (e.g. Infilling's m)
+    # None: the method's own rule (Infilling's m) or a plug-in left off (PDR's pdr_alpha): a box that may stay empty
+    value = None if info.default is None else cast(info.default)
     return box.number_input(label, low, high, value, step, key=key, help=help_,
                             placeholder="the method's own rule" if value is None else None)
 

@@ -1,4 +1,7 @@
-"""Min-K% Prob (Shi et al. 2024, Eq. 1): mean of the lowest k% token log-probs."""
+"""Min-K% Prob (Shi et al. 2024, Eq. 1): mean of the lowest k% token log-probs.
+
+With `pdr_alpha` set, PDR's reweighted mean over the same selection (`pdr.py`; METHODS-API.md §22).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,15 +12,18 @@ from ..api import (
     LOGP, LOGP_RANGE, AccessNeeds, KParams, Paper, Score, StatsBatch, TokenStats, TokenView, batch_lowest_k, lowest_k,
     register, require_tokens,
 )
+from .pdr import PdrParams, batch_pdr_lowest_k, pdr_lowest_k
 
 
 @dataclass(frozen=True)
-class MinKParams(KParams):
-    """k: the fraction of tokens (lowest log-probs) averaged."""
+class MinKParams(PdrParams, KParams):
+    """k: the fraction of tokens (lowest log-probs) averaged; pdr_alpha: positional decay reweighting (None = off)."""
 
 
 def min_k_batch(batch: StatsBatch, params: MinKParams) -> np.ndarray:
-    """`min_k` of every text of a batch: the mean of each row's k% lowest log p."""
+    """`min_k` of every text of a batch: the mean of each row's k% lowest log p (PDR-weighted when set)."""
+    if params.pdr_alpha is not None:
+        return batch_pdr_lowest_k(batch.logprob, batch.lengths, params.k, params.pdr_alpha)
     return batch_lowest_k(batch.logprob, batch.lengths, params.k)
 
 
@@ -38,6 +44,8 @@ def min_k_batch(batch: StatsBatch, params: MinKParams) -> np.ndarray:
           summary="Mean log-prob of the k% least likely tokens: non-members contain a few outlier tokens.",
           batch=min_k_batch)
 def min_k(stats: TokenStats, params: MinKParams) -> Score:
-    """Token score = `logprob`; sequence score = mean of the lowest k%."""
+    """Token score = `logprob`; sequence score = mean of the lowest k% (with PDR: of w(t)·logprob over them)."""
     require_tokens(stats)
+    if params.pdr_alpha is not None:
+        return pdr_lowest_k(stats.logprob.astype(np.float64), params.k, params.pdr_alpha)
     return lowest_k(stats.logprob.astype(np.float64), params.k)

@@ -2,7 +2,8 @@
 
 Token score `(log p(x_t|x_<t) − μ_t) / σ_t` with μ, σ the mean and standard deviation of log p
 under the model's own next-token distribution; sequence score = mean of the lowest k%.
-σ is clamped to ≥ 1e-12 (docs/methods.md, "Non-finite values").
+σ is clamped to ≥ 1e-12 (docs/methods.md, "Non-finite values"). With `pdr_alpha` set, PDR's reweighted mean over
+the same selection (`pdr.py`; METHODS-API.md §22).
 """
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from ..api import (
     AccessNeeds, KParams, Paper, Score, StatsBatch, TokenStats, TokenView, batch_lowest_k, lowest_k, register,
     require_tokens,
 )
+from .pdr import PdrParams, batch_pdr_lowest_k, pdr_lowest_k
 
 SIGMA_FLOOR = 1e-12
 
 
 @dataclass(frozen=True)
-class MinKPlusPlusParams(KParams):
-    """k: the fraction of tokens (lowest z-scores) averaged."""
+class MinKPlusPlusParams(PdrParams, KParams):
+    """k: the fraction of tokens (lowest z-scores) averaged; pdr_alpha: positional decay reweighting (None = off)."""
 
 
 def min_k_pp_token_scores(stats: TokenStats) -> np.ndarray:
@@ -39,6 +41,8 @@ def min_k_pp_batch(batch: StatsBatch, params: MinKPlusPlusParams) -> np.ndarray:
     lowest."""
     z = batch.logprob - batch.padded("mu")
     z /= np.maximum(batch.padded("sigma"), SIGMA_FLOOR)  # NaN padding stays NaN: np.maximum propagates it
+    if params.pdr_alpha is not None:
+        return batch_pdr_lowest_k(z, batch.lengths, params.k, params.pdr_alpha)
     return batch_lowest_k(z, batch.lengths, params.k)
 
 
@@ -66,6 +70,8 @@ def min_k_pp_batch(batch: StatsBatch, params: MinKPlusPlusParams) -> np.ndarray:
           summary="Min-K% on z-scored log-probs: is each true token a mode of the model's prediction?",
           batch=min_k_pp_batch)
 def min_k_pp(stats: TokenStats, params: MinKPlusPlusParams) -> Score:
-    """Sequence score = mean of the lowest k% of the z-scored log-probs."""
+    """Sequence score = mean of the lowest k% of the z-scored log-probs (with PDR: of w(t)·z_t over them)."""
     require_tokens(stats)
+    if params.pdr_alpha is not None:
+        return pdr_lowest_k(min_k_pp_token_scores(stats), params.k, params.pdr_alpha)
     return lowest_k(min_k_pp_token_scores(stats), params.k)
