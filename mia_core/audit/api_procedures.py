@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..blackbox.decop import DecopSettings, decop_book
+from ..blackbox.decop_paraphrase import ParaphraseSettings, paraphrase_book
 from ..blackbox.decop_stats import MIN_CLEAN_BOOKS
 from ..blackbox.nv_recall import nv_recall
 from ..blackbox.simmia_sampling import SimMiaSettings, simmia_text
@@ -62,9 +63,10 @@ PROCEDURES = {p.method: p for p in (
     Procedure("api_extraction", "api-extraction", ExtractionSettings, _two_phase, needs_control=True),
     Procedure("extraction_blackbox", "api-windows", WindowSettings, sample_text, needs_control=False),
     Procedure("decop", "api-decop", DecopSettings, decop_book, needs_control=True, min_controls=MIN_CLEAN_BOOKS),
+    Procedure("decop_paraphrase", "api-paraphrase", ParaphraseSettings, paraphrase_book, needs_control=False),
     Procedure("simmia", "api-simmia", SimMiaSettings, simmia_text, needs_control=False))}
 RUN_KINDS = {p.kind for p in PROCEDURES.values()}
-Settings = ExtractionSettings | WindowSettings | DecopSettings | SimMiaSettings
+Settings = ExtractionSettings | WindowSettings | DecopSettings | ParaphraseSettings | SimMiaSettings
 """Every procedure's settings type (a union, for type hints)."""
 
 

@@ -31,6 +31,15 @@ LIMITS = [
 ]
 
 
+SELF_PARAPHRASED = ("the paraphrases were made by the audited model itself: its own paraphrases carry its style and "
+                    "may be easier to reject as not the original, which inflates accuracy")
+
+
+def self_paraphrased(provenance: str, *models: str | None) -> bool:
+    """Whether a provenance names the audited model (by the name asked or the one it answered with)."""
+    return any(m and m in provenance for m in models)
+
+
 def decop_summary(store: ResultsStore, run_id: str) -> tuple[DecopSummary, pd.DataFrame]:
     """The run's summary from its stored results (a pure function of them), and its texts."""
     texts = run_texts(store, run_id)
@@ -83,7 +92,9 @@ def decop_report_html(store: ResultsStore, run_id: str, *, printed: bool = False
         f"<h1>DE-COP quiz on a chat API</h1><p class='note'>Generated "
         f"{html_text(datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC'))} by MIA Lens "
         f"{html_text(manifest['tool_version'])}. Run <code class='run-id'>{html_text(run_id)}</code>.</p>",
-        "<h2>Summary</h2><ul>" + "".join(f"<li>{w}</li>" for w in verdict_words(summary)) + "</ul>",
+        "<h2>Summary</h2><ul>" + "".join(f"<li>{w}</li>" for w in verdict_words(summary)) + "</ul>"
+        + (f"<p class='warn'><b>Warning</b>: {SELF_PARAPHRASED}.</p>" if any(
+            self_paraphrased(b.provenance, manifest["model"], manifest.get("answered_model")) for b in books) else ""),
         "<h2>Run</h2>" + meta_table({
             "model (as asked)": manifest["spec"], "model (as it answered)": str(manifest.get("answered_model")),
             "access tier": manifest["tier"],

@@ -29,6 +29,8 @@ SHARED_SPAN_WORDS = 8
 #: BookTection's columns [code README, CSVs]: the four options and the letter of the verbatim.
 BOOKTECTION_OPTIONS = ("Example_A", "Example_B", "Example_C", "Example_D")
 OURS = ("passage", "paraphrase_1", "paraphrase_2", "paraphrase_3")
+#: The column naming who made a row's paraphrases (`mia paraphrase` writes it).
+PROVENANCE_COLUMN = "paraphrased_by"
 
 
 @dataclass(frozen=True)
@@ -132,13 +134,16 @@ def _row_passage(path: Path, row: int, record: dict, booktection: bool) -> QuizP
     return QuizPassage(verbatim, (options[0], options[1], options[2]))
 
 
-def read_quiz_books(path: str | Path, *, provenance: str) -> list[QuizBook]:
+def read_quiz_books(path: str | Path, *, provenance: str | None) -> list[QuizBook]:
     """The books of a quiz table, passages in order, each through the gates.
 
     Columns: `book`, optional `author`, and `passage`, `paraphrase_1`…`paraphrase_3` (ours), or BookTection's `ID`
-    (the book), `Example_A`…`Example_D` and `Answer` (the verbatim's letter; never assumed to be A)."""
+    (the book), `Example_A`…`Example_D` and `Answer` (the verbatim's letter; never assumed to be A). Who made the
+    paraphrases is `provenance`, else the table's `paraphrased_by` column (one value for the whole table)."""
     path = Path(path)
-    table = read_table(path, text_column="book", str_columns=("ID", "author", *OURS, *BOOKTECTION_OPTIONS))
+    table = read_table(path, text_column="book", str_columns=("ID", "author", PROVENANCE_COLUMN, *OURS,
+                                                              *BOOKTECTION_OPTIONS))
+    provenance = provenance or _table_provenance(path, table)
     booktection = all(c in table.columns for c in (*BOOKTECTION_OPTIONS, "Answer"))
     book_column = "ID" if booktection and "book" not in table.columns else "book"
     needed = [book_column] + ([] if booktection else list(OURS))
@@ -160,6 +165,15 @@ def read_quiz_books(path: str | Path, *, provenance: str) -> list[QuizBook]:
     if not books:
         raise InputError(f"{path} has no passages")
     return [gated_book(title, author, passages, provenance) for title, (author, passages) in books.items()]
+
+
+def _table_provenance(path: Path, table: pd.DataFrame) -> str:
+    """The one value of the table's `paraphrased_by` column; an InputError when there is none, or more than one."""
+    values = set(table[PROVENANCE_COLUMN].dropna().astype(str)) if PROVENANCE_COLUMN in table.columns else set()
+    if len(values) != 1:
+        raise InputError(f"{path}: say who made the paraphrases (--paraphrases-from), since its "
+                         f"'{PROVENANCE_COLUMN}' column {'is absent or empty' if not values else 'names several'}")
+    return values.pop()
 
 
 def quiz_table(books: list[QuizBook]) -> pd.DataFrame:

@@ -25,6 +25,8 @@ COMMANDS = {
                            "model reproduce each passage verbatim from the text before it?"),
     "extract-books": LazyCommand("mia_core.cli.extract_books", "Two-phase extraction of books from a chat API, beside "
                                  "a negative control, with an evidence record."),
+    "paraphrase": LazyCommand("mia_core.cli.paraphrase", "Paraphrase book passages with a chat API for DE-COP, with "
+                              "an evidence record."),
     "decop-books": LazyCommand("mia_core.cli.decop_books", "The DE-COP quiz on a chat API: audited books against "
                                "clean books, with an evidence record."),
     "verify": LazyCommand("mia_core.cli.extract_books", "Re-walk a chat API run's evidence record and recompute its "

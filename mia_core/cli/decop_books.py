@@ -15,7 +15,7 @@ import typer
 
 from ..audit.api_estimate import quiz_estimate
 from ..audit.api_extraction import ApiExtractionRun, RecordMismatch, Text
-from ..audit.decop_report import decop_report_html, decop_report_pdf, decop_summary, decop_table, verdict_words
+from ..audit.decop_report import SELF_PARAPHRASED, self_paraphrased, decop_report_html, decop_report_pdf, decop_summary, decop_table, verdict_words
 from ..blackbox.decop import DecopSettings
 from ..blackbox.decop_passages import QuizBook, read_quiz_books
 from ..blackbox.decop_stats import MIN_CLEAN_BOOKS
@@ -40,8 +40,9 @@ def decop_books(
     clean: Path = typer.Option(..., "--clean", help=f"at least {MIN_CLEAN_BOOKS} clean books (published after the "
                                "model's cutoff), paraphrased the same way, in the same columns"),
     output_dir: Path = typer.Option(..., "--output-dir", help="where report.html, decop.csv and decop.json go"),
-    provenance: str = typer.Option(..., "--paraphrases-from", help="who made the paraphrases, for the report (e.g. "
-                                   "\"Claude 2.0, the authors' prompt\"); the same process for both tables"),
+    provenance: Optional[str] = typer.Option(None, "--paraphrases-from", help="who made the paraphrases, for the "
+                                             "report (e.g. \"Claude 2.0, the authors' prompt\"); default: the tables' "
+                                             "paraphrased_by column (mia paraphrase writes it)"),
     letters: str = typer.Option("auto", "--letters", help="auto (the letters' log-probs where the API returns them, "
                                 "else the letter answered), logprobs, or answer"),
     budget: Optional[str] = typer.Option(None, "--budget", help="stop before passing it: dollars (\"$5\") or tokens "
@@ -66,7 +67,14 @@ def decop_books(
     audited, controls = _books(books, provenance), _books(clean, provenance)
     if len(controls) < MIN_CLEAN_BOOKS:
         fail(f"{clean} has {len(controls)} usable book(s): DE-COP compares with at least {MIN_CLEAN_BOOKS} clean books")
+    makers = {b.provenance for b in audited + controls}
+    if len(makers) > 1:
+        fail(f"the audited and clean books' paraphrases were made differently ({'; '.join(sorted(makers))}): a "
+             "comparison across paraphrasers is not evidence")
     chat = connect_chat(model)
+    maker = next(iter(makers))
+    if self_paraphrased(maker, chat.chat.model, chat.answered_model):
+        echo(one_line(f"warning: {SELF_PARAPHRASED} ({maker})"))
     if letters == "logprobs" and chat.tier.name != "GL":
         fail(f"{chat.name} returns no log-probs (tier G): use --letters answer")
     settings = DecopSettings(logprobs=chat.tier.name == "GL" and letters != "answer")

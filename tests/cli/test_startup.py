@@ -24,7 +24,8 @@ from tests.support.cli_runner import run_cli
 #: `mia compare` added (issue 29: two runs' scores as a paired test); `mia extract` added (issue 26: extraction);
 #: `audit-books --pdf` (issue 29: the report as PDF) and `--extraction` with its window settings, `demo build --traps`
 #: (issue 26); `--max-memory` with the model options and `--ray-gpus-per-actor` with the Ray ones (issue 25: sharding);
-#: `mia app` added (issue 42: the dashboard from an installed package); `mia decop-books` added (issue 43: DE-COP);
+#: `mia app` added (issue 42: the dashboard from an installed package); `mia paraphrase` and `mia decop-books` added (issue 43:
+#: DE-COP);
 #: `extract --tokenizer` (issue 40: the GL bound per window).
 BEFORE = {
     "score": "--model --input --output --methods --k --text-column --bos --long-text --ref-model --freq --param "
@@ -39,6 +40,7 @@ BEFORE = {
                "--device --dtype --max-memory --allow-pickle --trust-remote-code",
     "extract-books": "--model --books --control --output-dir --profile --max-tokens --max-turns --probe-tokens "
                      "--refusal-scope --context-tokens --budget --store --run-id --operator --pdf --estimate",
+    "paraphrase": "--model --books --output --passages --passage-words --author --budget --store --run-id",
     "decop-books": "--model --books --clean --output-dir --paraphrases-from --letters --budget --store --run-id "
                    "--operator --pdf --estimate",
     "verify": "RUN_ID --store",
