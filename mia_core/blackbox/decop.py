@@ -12,10 +12,12 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 from ..model.chat.answers import ChatAnswer, Choice
 from .decop_passages import QuizBook
+from .gl_bound import token_text
 from .responses import classify
 
 LETTERS = "ABCD"
@@ -46,8 +48,14 @@ class DecopSettings:
     """The authors' completion setting (1); a chat model that opens with a word gives an invalid answer at tier G."""
     temperature: float = 0.0
     seed: int = SEED
+    tokenizer: str | None = None
+    """The model's tokenizer.json, declared by the user, to read tokens an API spells as ids ("token_id:N", vLLM's
+    `--return-tokens-as-token-ids`); the letters are then found by decoding, never by hard-coded ids."""
+    tokenizer_sha256: str | None = None
 
     def __post_init__(self) -> None:
+        if (self.tokenizer is None) != (self.tokenizer_sha256 is None):
+            raise ValueError("a tokenizer needs its SHA-256")
         if not 1 <= self.top_logprobs <= 20:
             raise ValueError(f"top_logprobs must be 1–20 (got {self.top_logprobs})")
         if self.max_tokens < 1:
@@ -96,18 +104,20 @@ class LetterRead:
     missing: tuple[str, ...]
 
 
-def letter_probabilities(choice: Choice) -> LetterRead:
+def letter_probabilities(choice: Choice, spell: Callable[[str], str] = lambda token: token) -> LetterRead:
     """`softmax` of the four letters' log-probs at the first generated token. A letter's log-prob is the log of the
     summed probabilities of the listed tokens that spell it (" A" and "A" alike; ours); a letter not listed gets the
-    smallest listed log-prob and is flagged (ours, §19: the authors' code raises `KeyError`)."""
+    smallest listed log-prob and is flagged (ours, §19: the authors' code raises `KeyError`). `spell` gives a listed
+    token's text (tokens spelt as ids are decoded with the declared tokenizer)."""
     if not choice.logprobs:
         return LetterRead(None, ())
     first = choice.logprobs[0]
     listed = {**first.top, first.token: first.logprob}
     floor = min(listed.values())
     logs, missing = [], []
+    texts = {token: spell(token).strip() for token in listed}
     for letter in LETTERS:
-        spelled = [v for token, v in listed.items() if token.strip() == letter]
+        spelled = [v for token, v in listed.items() if texts[token] == letter]
         if spelled:
             top = max(spelled)
             logs.append(top + math.log(math.fsum(math.exp(v - top) for v in spelled)))
@@ -135,6 +145,8 @@ def decop_book(text: str, model: str, api: str, settings: DecopSettings, send: S
     missing]`; `accuracy_raw` is the share whose argmax (tier GL) or answer (tier G) is the verbatim, before the
     run's calibration."""
     book = QuizBook.from_json(text)
+    spell = (partial(token_text, settings.tokenizer, settings.tokenizer_sha256) if settings.tokenizer is not None
+             else (lambda token: token))
     rows, refusals, answers, input_tokens, output_tokens = [], 0, 0, 0, 0
     for passage in range(len(book.passages)):
         for order in range(len(ORDERS)):
@@ -144,7 +156,8 @@ def decop_book(text: str, model: str, api: str, settings: DecopSettings, send: S
                 answers += 1
                 input_tokens += answer.input_tokens or 0
                 output_tokens += answer.output_tokens or 0
-            read = letter_probabilities(choice) if choice is not None and settings.logprobs else LetterRead(None, ())
+            read = (letter_probabilities(choice, spell) if choice is not None and settings.logprobs
+                    else LetterRead(None, ()))
             said = letter_answered(choice.text) if choice is not None else None
             refusals += choice is not None and classify(choice.text, choice.finish_reason).kind == "refusal"
             rows.append([passage, order, true_letter(ORDERS[order]), list(read.p) if read.p else None, said,

@@ -65,6 +65,17 @@ def token_strings(path: str, sha256: str, target: str, *, as_ids: bool = False) 
     return [tokenizer.decode([i], skip_special_tokens=False) for i in ids]
 
 
+def token_text(path: str, sha256: str, token: str) -> str:
+    """A token as text: "token_id:N" decoded with the declared tokenizer, any other spelling as it is."""
+    if not token.startswith(TOKEN_ID_PREFIX):
+        return token
+    try:
+        token_id = int(token[len(TOKEN_ID_PREFIX):])
+    except ValueError:
+        return token
+    return _load(path, sha256).decode([token_id], skip_special_tokens=False)
+
+
 def spells_ids(choice: Choice | None) -> bool:
     """Whether an answer's tokens are spelt as ids ("token_id:N"), as vLLM's `--return-tokens-as-token-ids` does."""
     return bool(choice is not None and choice.logprobs

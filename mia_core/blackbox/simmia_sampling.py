@@ -148,7 +148,7 @@ def simmia_text(text: str, model: str, api: str, settings: SimMiaSettings, send:
     scored = score_positions(words, drawn[0], drawn[1], embed=embed, exact_match_number=settings.exact_match_number,
                              mode=settings.mode)
     answers = tally["answers"]
-    return {"variant": settings.variant, "simmia_star": scored.simmia_star, "simmia": scored.simmia,
+    return {"variant": settings.variant, "simmia_star_score": scored.simmia_star, "simmia_score": scored.simmia,
             "embedding": None if embed is None else embed.name,
             "embedding_sha256": None if embed is None else embed.sha256,
             "n_words": len(words), "positions": len(words) - 1, "positions_scored": scored.n_scored,

@@ -19,6 +19,7 @@ from ..audit.decop_report import SELF_PARAPHRASED, self_paraphrased, decop_repor
 from ..blackbox.decop import DecopSettings
 from ..blackbox.decop_passages import QuizBook, read_quiz_books
 from ..blackbox.decop_stats import MIN_CLEAN_BOOKS
+from ..blackbox.gl_bound import file_sha256, tokenizer_file
 from ..csv_safe import to_csv_safe
 from ..inputs.tables import InputError
 from ..model.chat.chat_model import connect_chat
@@ -45,6 +46,8 @@ def decop_books(
                                              "paraphrased_by column (mia paraphrase writes it)"),
     letters: str = typer.Option("auto", "--letters", help="auto (the letters' log-probs where the API returns them, "
                                 "else the letter answered), logprobs, or answer"),
+    tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="the model's tokenizer.json (a local file or "
+                                             "folder), to read an API that spells tokens as ids (token_id:N)"),
     budget: Optional[str] = typer.Option(None, "--budget", help="stop before passing it: dollars (\"$5\") or tokens "
                                          "(\"2M tokens\"); run again with a larger one to go on"),
     store: Optional[Path] = typer.Option(None, "--store", help="results store (DuckDB file); default: the shared one"),
@@ -77,7 +80,16 @@ def decop_books(
         echo(one_line(f"warning: {SELF_PARAPHRASED} ({maker})"))
     if letters == "logprobs" and chat.tier.name != "GL":
         fail(f"{chat.name} returns no log-probs (tier G): use --letters answer")
-    settings = DecopSettings(logprobs=chat.tier.name == "GL" and letters != "answer")
+    logprobs = chat.tier.name == "GL" and letters != "answer"
+    if logprobs and chat.tier.token_ids and tokenizer is None:
+        fail(f"{chat.name} spells its tokens as ids (token_id:N): give the model's tokenizer with --tokenizer so the "
+             "letters can be read, or use --letters answer")
+    try:
+        declared = tokenizer_file(tokenizer) if tokenizer is not None else None
+    except ValueError as err:
+        fail(str(err))
+    settings = DecopSettings(logprobs=logprobs, tokenizer=None if declared is None else str(declared.resolve()),
+                             tokenizer_sha256=None if declared is None else file_sha256(declared))
     echo(f"model: {chat.name} (answered as {chat.answered_model}; tier {chat.tier.name}); {chat.prices.words()}")
     cost = quiz_estimate(audited + controls, settings, chat.prices)
     money = f"${cost.dollars_max:,.2f}" if cost.dollars_max is not None else "cost unknown (no price)"

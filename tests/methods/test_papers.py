@@ -19,6 +19,8 @@ PREPRINTS = {
     "gds": "arXiv:2603.04828v1 (our copy in /work/shared/papers) and its abstract page; no venue found",
     "grad_norm": "Hugging Face's mirror of the arXiv abstract page only; no venue found",
     "samia": "arXiv abstract page only; no venue found",
+    "simmia": "the official code's README citation (arXiv eprint 2601.11314); abstract page not read; no venue found",
+    "simmia_star": "SimMIA's paper (the variant is the authors' own): see simmia",
     "surp": "arXiv abstract page only; no venue found",
     "tag_tab": "arXiv abstract page; its OpenReview entry is an ACL Rolling Review submission, not a venue",
 }

@@ -16,7 +16,9 @@ TESTS = Path(__file__).resolve().parents[1]
 #: Methods whose orientation ("higher = member") is checked by a test of their own, not by the shared one.
 ORIENTATION_ELSEWHERE = {"gds": "test_members_score_higher_on_the_held_out_part",
                          "probe": "test_members_score_higher_on_the_held_out_part",
-                         "em_mia": "test_members_score_higher_when_members_were_trained_packed"}
+                         "em_mia": "test_members_score_higher_when_members_were_trained_packed",
+                         "simmia": "test_simmia_scores_members_higher",
+                         "simmia_star": "test_simmia_star_scores_members_higher"}
 
 
 def shared_orientation_cases() -> set[str]:

@@ -25,6 +25,9 @@ class Tier:
 
     name: str
     k_top: int = 0
+    token_ids: bool = False
+    """Whether the API spells its tokens as ids ("token_id:N", vLLM's `--return-tokens-as-token-ids`): reading them
+    as text then needs the model's tokenizer."""
 
 
 class ChatModel:
@@ -75,7 +78,8 @@ def connect_chat(spec: str) -> ChatModel:
         answer = client.send(probe_body(chat, False), exchanges.append, token_bound=64)
     returned = answer.choices[0].logprobs if ask_logprobs else None
     k_top = max((len(t.top) for t in returned), default=0) if returned else 0
-    tier = Tier("GL", k_top) if returned else Tier("G")
+    token_ids = bool(returned) and all(t.token.startswith("token_id:") for t in returned)
+    tier = Tier("GL", k_top, token_ids) if returned else Tier("G")
     return ChatModel(chat, client, tier, exchanges, answer.model)
 
 
