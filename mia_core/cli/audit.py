@@ -20,6 +20,7 @@ from ..model.options import ModelOptions, ModelRef
 from ..runs.extraction_units import UNIT_WINDOWS, ExtractionUnits
 from ..runs.ray_driver import WorkerError
 from ..runs.store import ResultsStore
+from ..model.chat.spec import is_chat_spec
 from .app import fail
 from .groups import Backend, load, option_groups
 from .options import (
@@ -76,6 +77,9 @@ def audit_books_cmd(
     backend: Backend = Backend(),
 ) -> None:
     """Audit books: contamination rate, prevalence and a test per book, against calibration books."""
+    if is_chat_spec(model):
+        fail("a chat API gives no log-probs of a given text, which book audits score: audit its books with mia "
+             "extract-books (two-phase extraction) or mia decop-books (the DE-COP quiz against clean books)")
     check_options(k=k, bos=bos, long_text="truncate", n_boot=n_boot)
     if job_id is not None and not is_run_id(job_id):  # a run id is shown in pages and names a run: the one pattern
         fail(f"--job-id must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit "

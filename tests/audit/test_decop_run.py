@@ -155,3 +155,9 @@ def test_mia_decop_books_refuses_bad_tables_in_one_line(decop_run, tmp_path):
         code, out, err = run_cli("decop-books", "--model", api.spec(), "--books", books, "--clean", clean,
                                  "--output-dir", tmp_path, "--paraphrases-from", "x")
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_mia_audit_books_points_a_chat_api_to_its_commands(tmp_path):
+    code, out, err = run_cli("audit-books", "--model", "http://127.0.0.1:9/v1?api=chat&model=x", "--calibration",
+                             "demo-books", "--books", "demo-books", "--output-dir", tmp_path)
+    assert code == 2 and "mia extract-books" in err and "mia decop-books" in err
