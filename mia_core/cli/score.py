@@ -18,6 +18,7 @@ from ..model.language_model import LanguageModel
 from ..model.options import ModelOptions, ModelRef
 from ..runs.ray_driver import WorkerError
 from ..scoring.parts import PART_CHARS, PART_TEXTS, can_part, score_parts
+from ..model.chat.spec import is_chat_spec
 from .app import fail
 from .reference import add_p_values, is_reference_set, reference_for, resolve_settings
 from .groups import Backend, load, option_groups
@@ -28,6 +29,7 @@ from .options import (
     writable,
 )
 from .progress import answer_note, progress_bar
+from .score_api import score_api
 from .terminal import echo
 
 commands = typer.Typer()
@@ -69,6 +71,9 @@ def score(
                                    "reference": None if against else reference}, required=True)
     params = parse_params(param, names)
     writable(output)
+    if is_chat_spec(model):  # sampled next words through a chat API, with an evidence record
+        score_api(model, data, names, helpers, params, output)
+        return
     inputs = method_inputs(names, params, ref_model=ref_model, freq=freq, options=options)
     check_fits(names, inputs, None, can_fit=False)
     if against:
