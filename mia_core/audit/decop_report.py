@@ -10,9 +10,10 @@ import pandas as pd
 from ..blackbox.decop_passages import QuizBook
 from ..blackbox.decop_stats import ALPHA, MIN_CLEAN_BOOKS, DecopSummary, summarize
 from ..names import html_text
-from ..runs.api_results import run_texts, stored_results
+from ..runs.api_results import results_table, run_texts, stored_results
 from ..runs.evidence import EvidenceRecord
 from ..runs.store import ResultsStore
+from .api_procedures import CLAIM_WORDS
 from .api_report import meta_table, record_section
 from .pdf import PRINT_STYLE, html_to_pdf
 from .report import STYLE
@@ -73,8 +74,34 @@ def verdict_words(summary: DecopSummary, *, html: bool = True) -> list[str]:
     return out
 
 
-def decop_report_html(store: ResultsStore, run_id: str, *, printed: bool = False) -> str:
-    """The whole report of a DE-COP run as one HTML string (`printed`: the print layout, for the PDF)."""
+def beside_extraction(store: ResultsStore, extraction_run: str, titles: list[str]) -> str:
+    """The same books' two-phase extraction from another run, each in its own words: nv-recall and blocks of at least
+    `CLAIM_WORDS` words, with that run's head hash (books matched by name)."""
+    try:
+        kind = store.run(extraction_run)["kind"]
+    except KeyError:
+        kind = None
+    if kind != "api-extraction":
+        raise ValueError(f"run {extraction_run!r} is not a book-extraction run (mia extract-books) in {store.path}")
+    table = results_table(store, extraction_run)
+    table = table[table["name"].isin(titles) | (table["role"] == "control")]
+    shown = pd.DataFrame({"text": table["name"], "role": table["role"].map({"book": "book", "control":
+                                                                            "negative control"}),
+                          "nv-recall": table.get("nv_recall", pd.Series(dtype=float)).map(
+                              lambda v: "" if pd.isna(v) else f"{v:.1%}"),
+                          f"blocks ≥ {CLAIM_WORDS} words": table.get("claim_blocks", pd.Series(dtype=float))})
+    return (f"<h2>Extraction of the same books (run {html_text(extraction_run)})</h2><p>Extraction is other "
+            f"evidence: a block of at least {CLAIM_WORDS} near-verbatim words from the opening alone shows the model "
+            "reproduces the text; DE-COP's accuracy is inferential. Neither result is read into the other.</p>"
+            + shown.astype(object).where(shown.notna(), "").astype(str).to_html(index=False, escape=True, border=0)
+            + meta_table({"head hash": EvidenceRecord(store, extraction_run).head() or "(no record)",
+                          "verify": f"mia verify {extraction_run} --store {store.path}"}))
+
+
+def decop_report_html(store: ResultsStore, run_id: str, *, printed: bool = False,
+                      extraction_run: str | None = None) -> str:
+    """The whole report of a DE-COP run as one HTML string (`printed`: the print layout, for the PDF; with
+    `extraction_run`, the same books' two-phase extraction beside it)."""
     run = store.run(run_id)
     manifest = run["config"]
     summary, texts = decop_summary(store, run_id)
@@ -108,6 +135,7 @@ def decop_report_html(store: ResultsStore, run_id: str, *, printed: bool = False
             "operator": manifest["operator"], "started": manifest["started_at"], "status": run["status"]}),
         "<h2>Clean books that calibrated it</h2>" + clean.to_html(index=False, escape=True, border=0),
         "<h2>Passages and their paraphrases</h2>" + provenance.to_html(index=False, escape=True, border=0),
+        beside_extraction(store, extraction_run, [b.title for b in books]) if extraction_run else "",
         "<h2>Limits of the evidence</h2><ul>" + "".join(f"<li>{item}</li>" for item in LIMITS) + "</ul>",
         record_section(store, run_id, evidence.head(), manifest),
     ]
@@ -116,6 +144,6 @@ def decop_report_html(store: ResultsStore, run_id: str, *, printed: bool = False
             f"{html_text(run_id)}</title>{head}</head><body>{''.join(sections)}</body></html>")
 
 
-def decop_report_pdf(store: ResultsStore, run_id: str) -> bytes:
+def decop_report_pdf(store: ResultsStore, run_id: str, *, extraction_run: str | None = None) -> bytes:
     """The report as an A4 PDF (WeasyPrint; a RuntimeError naming what is missing without it)."""
-    return html_to_pdf(decop_report_html(store, run_id, printed=True))
+    return html_to_pdf(decop_report_html(store, run_id, printed=True, extraction_run=extraction_run))

@@ -48,6 +48,8 @@ def decop_books(
                                 "else the letter answered), logprobs, or answer"),
     tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="the model's tokenizer.json (a local file or "
                                              "folder), to read an API that spells tokens as ids (token_id:N)"),
+    beside: Optional[str] = typer.Option(None, "--beside", help="a mia extract-books run of the same model: its "
+                                         "books' extraction is shown beside the quiz in the report"),
     budget: Optional[str] = typer.Option(None, "--budget", help="stop before passing it: dollars (\"$5\") or tokens "
                                          "(\"2M tokens\"); run again with a larger one to go on"),
     store: Optional[Path] = typer.Option(None, "--store", help="results store (DuckDB file); default: the shared one"),
@@ -108,12 +110,14 @@ def decop_books(
     summary, _ = decop_summary(results_store, outcome.run_id)
     table = decop_table(summary)
     to_csv_safe(table, output_dir / "decop.csv")
-    (output_dir / "report.html").write_text(decop_report_html(results_store, outcome.run_id), encoding="utf-8")
-    if pdf:
-        try:
-            (output_dir / "report.pdf").write_bytes(decop_report_pdf(results_store, outcome.run_id))
-        except RuntimeError as err:  # WeasyPrint or Pango missing
-            fail(str(err))
+    try:
+        page = decop_report_html(results_store, outcome.run_id, extraction_run=beside)
+        (output_dir / "report.html").write_text(page, encoding="utf-8")
+        if pdf:
+            (output_dir / "report.pdf").write_bytes(decop_report_pdf(results_store, outcome.run_id,
+                                                                     extraction_run=beside))
+    except (ValueError, RuntimeError) as err:  # not an extraction run; WeasyPrint or Pango missing
+        fail(str(err))
     (output_dir / "decop.json").write_text(json.dumps(
         {"run_id": outcome.run_id, "status": outcome.status, "message": outcome.message, "head_hash": outcome.head,
          "store": str(results_store.path), "spent": outcome.spent.words(), "mu": summary.mu,

@@ -15,6 +15,7 @@ import pytest
 from mia_core.audit.api_extraction import ApiExtractionRun, Text
 from mia_core.audit.api_verify import verify_run
 from mia_core.blackbox.decop import ORDERS, DecopSettings
+from mia_core.blackbox.two_phase import ExtractionSettings
 from mia_core.blackbox.decop_passages import QuizBook, QuizPassage, quiz_table
 from mia_core.blackbox.decop_stats import summarize
 from mia_core.model.chat.chat_model import connect_chat
@@ -129,16 +130,26 @@ def test_mia_decop_books_resumes_the_run_reports_it_and_verify_passes(decop_run,
     store, outcome, api = decop_run
     quiz_csv(tmp_path / "books.csv", [MEMBER])
     quiz_csv(tmp_path / "clean.csv", CLEAN)
+    extraction = ApiExtractionRun(connect_chat(api.spec()), store, [
+        Text("Known Book", "Some words the model cannot recite at all. " * 20, "book"),
+        Text("Late Book", "Other words nobody has seen before today. " * 20, "control")],
+        ExtractionSettings(max_tokens=20, max_turns=1, phase1_max_tokens=20)).run()
     before = len(api.received)
     code, out, err = run_cli("decop-books", "--model", api.spec(concurrency=4, price_in=1, price_out=1),
                              "--books", tmp_path / "books.csv", "--clean", tmp_path / "clean.csv",
                              "--output-dir", tmp_path, "--paraphrases-from", "test paraphrases",
-                             "--store", store.path)
+                             "--store", store.path, "--beside", extraction.run_id)
     assert code == 0, err
     assert len(api.received) == before + 1  # the probe only: every question's answer is stored
     assert "Known Book: accuracy 100.0%" in out and "significantly above the clean books" in out
     report = (tmp_path / "report.html").read_text()
     assert "Clean 9" in report and outcome.head in report and "test paraphrases" in report
+    assert f"Extraction of the same books (run {extraction.run_id})" in report and extraction.head in report
+    code, out, err = run_cli("decop-books", "--model", api.spec(concurrency=4, price_in=1, price_out=1),
+                             "--books", tmp_path / "books.csv", "--clean", tmp_path / "clean.csv",
+                             "--output-dir", tmp_path, "--paraphrases-from", "test paraphrases",
+                             "--store", store.path, "--beside", "nope")
+    assert code == 2 and "is not a book-extraction run" in err
     data = json.loads((tmp_path / "decop.json").read_text())
     assert data["run_id"] == outcome.run_id and data["books"][0]["accuracy"] == 1.0
     code, out, err = run_cli("verify", outcome.run_id, "--store", store.path)

@@ -41,7 +41,7 @@ BEFORE = {
     "extract-books": "--model --books --control --output-dir --profile --max-tokens --max-turns --probe-tokens "
                      "--refusal-scope --context-tokens --budget --store --run-id --operator --pdf --estimate",
     "paraphrase": "--model --books --output --passages --passage-words --author --budget --store --run-id",
-    "decop-books": "--model --books --clean --output-dir --paraphrases-from --letters --tokenizer --budget --store --run-id "
+    "decop-books": "--model --books --clean --output-dir --paraphrases-from --letters --tokenizer --beside --budget --store --run-id "
                    "--operator --pdf --estimate",
     "verify": "RUN_ID --store",
     "compare": "FIRST SECOND --by --n-boot --seed",
