@@ -32,10 +32,10 @@ except OSError as err:
 #: The print layout, which the printed report puts after its own style: A4, page numbers, tables that fit the text width.
 PRINT_STYLE = """
 @page{size:A4;margin:16mm 14mm 18mm 14mm;
-  @bottom-left{content:"MIA Lens book audit " string(run);font:7.5pt "DejaVu Sans",sans-serif;color:#666}
+  @bottom-left{content:"MIA Lens · " string(title) " · " string(run);font:7.5pt "DejaVu Sans",sans-serif;color:#666}
   @bottom-right{content:"page " counter(page) " of " counter(pages);font:7.5pt "DejaVu Sans",sans-serif;color:#666}}
 body{max-width:none;margin:0;padding:0;font-family:"DejaVu Sans",sans-serif;font-size:9pt;line-height:1.35}
-code.run-id{string-set:run content(text)}
+code.run-id{string-set:run content(text)} h1{string-set:title content(text)}
 h1{font-size:17pt} h2{font-size:12.5pt;break-after:avoid} h3{font-size:10.5pt;break-after:avoid}
 table{width:100%;table-layout:fixed;font-size:7.5pt} td,th{overflow-wrap:anywhere;vertical-align:top;padding:.2em .4em}
 tr{break-inside:avoid} table.meta td:first-child{width:26%} table.digests{font-size:6.5pt}
