@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from ..audit.api_estimate import quiz_estimate
-from ..audit.api_extraction import ApiExtractionRun, RecordMismatch, Text
+from ..audit.api_extraction import Text
 from ..audit.decop_report import SELF_PARAPHRASED, self_paraphrased, decop_report_html, decop_report_pdf, decop_summary, decop_table, verdict_words
 from ..blackbox.decop import DecopSettings
 from ..blackbox.decop_passages import QuizBook, read_quiz_books
@@ -26,6 +26,7 @@ from ..model.chat.chat_model import connect_chat
 from ..model.chat.prices import Budget, parse_budget
 from ..model.chat.spec import is_chat_spec
 from ..runs.store import ResultsStore
+from .api_runs import BudgetOpt, EstimateOpt, OperatorOpt, PdfOpt, RunIdOpt, StoreOpt, closing_lines, run_api
 from .app import fail
 from .terminal import echo, one_line
 
@@ -50,16 +51,12 @@ def decop_books(
                                              "folder), to read an API that spells tokens as ids (token_id:N)"),
     beside: Optional[str] = typer.Option(None, "--beside", help="a mia extract-books run of the same model: its "
                                          "books' extraction is shown beside the quiz in the report"),
-    budget: Optional[str] = typer.Option(None, "--budget", help="stop before passing it: dollars (\"$5\") or tokens "
-                                         "(\"2M tokens\"); run again with a larger one to go on"),
-    store: Optional[Path] = typer.Option(None, "--store", help="results store (DuckDB file); default: the shared one"),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="resume or name a run (default: derived from the "
-                                         "model, settings and texts, so re-running resumes)"),
-    operator: Optional[str] = typer.Option(None, "--operator", help="who runs it, for the record (default: the "
-                                           "login name)"),
-    pdf: bool = typer.Option(False, "--pdf", help="also write report.pdf (WeasyPrint; needs the Pango library)"),
-    estimate_only: bool = typer.Option(False, "--estimate", help="print the cost estimate and stop (sends one "
-                                       "probe request)"),
+    budget: Optional[str] = BudgetOpt,
+    store: Optional[Path] = StoreOpt,
+    run_id: Optional[str] = RunIdOpt,
+    operator: Optional[str] = OperatorOpt,
+    pdf: bool = PdfOpt,
+    estimate_only: bool = EstimateOpt,
 ) -> None:
     """The DE-COP quiz on a chat API: audited books against clean books, with an evidence record."""
     if not is_chat_spec(model):
@@ -101,12 +98,7 @@ def decop_books(
     texts = [Text(b.title, b.to_json(), "book") for b in audited] + [Text(b.title, b.to_json(), "control")
                                                                      for b in controls]
     results_store = ResultsStore(store)
-    try:
-        run = ApiExtractionRun(chat, results_store, texts, settings, budget=limit, run_id=run_id, operator=operator)
-        outcome = run.run(lambda name, done, total: echo(one_line(
-            f"[{done}/{total}] {name}: done; so far {run.meter.spent.words()}")) if name else None)
-    except RecordMismatch as err:
-        fail(str(err))
+    outcome = run_api(chat, results_store, texts, settings, budget=limit, run_id=run_id, operator=operator)
     summary, _ = decop_summary(results_store, outcome.run_id)
     table = decop_table(summary)
     to_csv_safe(table, output_dir / "decop.csv")
@@ -126,13 +118,7 @@ def decop_books(
          "books": json.loads(table.to_json(orient="records"))}, indent=2))
     for words in verdict_words(summary, html=False):
         echo(one_line(words))
-    echo(f"spent: {outcome.spent.words()}")
-    echo(f"record: run {outcome.run_id}, head {outcome.head}; check it with: mia verify {outcome.run_id}"
-         + (f" --store {store}" if store else ""))
-    if outcome.status == "partial":
-        echo(f"not finished here: {outcome.message}")
-    if outcome.status == "budget":
-        echo(f"stopped: {outcome.message}; run the same command with a larger --budget to go on")
+    closing_lines(outcome, store)
 
 
 def _books(path: Path, provenance: str) -> list[QuizBook]:

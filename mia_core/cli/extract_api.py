@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..audit.api_extraction import ApiExtractionRun, RecordMismatch, Text
+from ..audit.api_extraction import Text
 from ..blackbox.gl_bound import file_sha256, tokenizer_file
 from ..blackbox.window_sampling import WindowSettings
 from ..csv_safe import to_csv_safe
@@ -19,6 +19,7 @@ from ..model.chat.chat_model import connect_chat
 from ..model.chat.prices import Budget, parse_budget
 from ..runs.api_results import stored_results
 from ..runs.store import ResultsStore
+from .api_runs import closing_lines, run_api
 from .app import fail
 from .terminal import echo, one_line
 
@@ -52,10 +53,7 @@ def extract_api(model: str, data: pd.DataFrame, output: Path, summary: Path | No
          "calls per window")
     texts = [Text(str(i), str(t), "text") for i, t in zip(data["id"], data["text"])]
     results_store = ResultsStore(store)
-    try:
-        outcome = ApiExtractionRun(chat, results_store, texts, settings, budget=limit, run_id=run_id).run()
-    except RecordMismatch as err:
-        fail(str(err))
+    outcome = run_api(chat, results_store, texts, settings, budget=limit, run_id=run_id)
     results = stored_results(results_store, outcome.run_id)
     units = outcome.results["unit"].tolist()
     windows = [pd.DataFrame(results[u]["windows"]).assign(id=i) for u, i in zip(units, data["id"]) if u in results]
@@ -74,9 +72,5 @@ def extract_api(model: str, data: pd.DataFrame, output: Path, summary: Path | No
         if isinstance(row.get("share_gl_ruled_out"), float) and not math.isnan(row["share_gl_ruled_out"]):
             echo(one_line(f"{row['name']}: the log-prob bound rules out {row['share_gl_ruled_out']:.1%} of windows "
                           f"at p = 0.5; {int(row['gl_exact_paths'])} window(s) came back token for token"))
-    echo(f"spent: {outcome.spent.words()}")
-    echo(f"record: run {outcome.run_id}, head {outcome.head}; check it with: mia verify {outcome.run_id}"
-         + (f" --store {store}" if store else ""))
-    if outcome.status == "budget":
-        echo(f"stopped: {outcome.message}; run the same command with a larger --budget to go on")
+    closing_lines(outcome, store)
     echo(f"wrote {len(table):,} windows (p̂ of the chat API, not the white-box p_z) to {output}")

@@ -15,7 +15,7 @@ import typer
 
 from ..audit.api_estimate import estimate
 from ..audit.api_report import api_report_html, api_report_pdf
-from ..audit.api_extraction import ApiExtractionRun, RecordMismatch, Text
+from ..audit.api_extraction import Text
 from ..audit.api_procedures import CLAIM_WORDS
 from ..audit.api_verify import verify_run
 from ..audit.sources import read_books
@@ -25,6 +25,7 @@ from ..model.chat.chat_model import connect_chat
 from ..model.chat.prices import Budget, parse_budget
 from ..model.chat.spec import is_chat_spec
 from ..runs.store import ResultsStore
+from .api_runs import BudgetOpt, EstimateOpt, OperatorOpt, PdfOpt, RunIdOpt, StoreOpt, closing_lines, run_api
 from .app import fail
 from .terminal import echo, one_line
 
@@ -58,16 +59,12 @@ def extract_books(
                                       "300 characters)"),
     context_tokens: Optional[int] = typer.Option(None, "--context-tokens", help="the model's context window: a turn "
                                                  "that could overflow it halts the book (context_limit)"),
-    budget: Optional[str] = typer.Option(None, "--budget", help="stop before passing it: dollars (\"$5\") or tokens "
-                                         "(\"2M tokens\"); run again with a larger one to go on"),
-    store: Optional[Path] = typer.Option(None, "--store", help="results store (DuckDB file); default: the shared one"),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="resume or name a run (default: derived from the "
-                                         "model, settings and texts, so re-running resumes)"),
-    operator: Optional[str] = typer.Option(None, "--operator", help="who runs it, for the record (default: the "
-                                           "login name)"),
-    pdf: bool = typer.Option(False, "--pdf", help="also write report.pdf (WeasyPrint; needs the Pango library)"),
-    estimate_only: bool = typer.Option(False, "--estimate", help="print the cost estimate and stop (sends one "
-                                       "probe request)"),
+    budget: Optional[str] = BudgetOpt,
+    store: Optional[Path] = StoreOpt,
+    run_id: Optional[str] = RunIdOpt,
+    operator: Optional[str] = OperatorOpt,
+    pdf: bool = PdfOpt,
+    estimate_only: bool = EstimateOpt,
 ) -> None:
     """Two-phase extraction of books from a chat API, beside a negative control, with an evidence record."""
     if not is_chat_spec(model):
@@ -90,12 +87,7 @@ def extract_books(
     if estimate_only:
         return
     results_store = ResultsStore(store)
-    try:
-        run = ApiExtractionRun(chat, results_store, texts, settings, budget=limit, run_id=run_id, operator=operator)
-        outcome = run.run(lambda name, done, total: echo(one_line(
-            f"[{done}/{total}] {name}: done; so far {run.meter.spent.words()}")) if name else None)
-    except RecordMismatch as err:
-        fail(str(err))
+    outcome = run_api(chat, results_store, texts, settings, budget=limit, run_id=run_id, operator=operator)
     table = outcome.results.reindex(columns=["unit"] + CSV_COLUMNS)
     to_csv_safe(table.drop(columns="unit"), output_dir / "books.csv")
     (output_dir / "report.html").write_text(api_report_html(results_store, outcome.run_id), encoding="utf-8")
@@ -114,13 +106,7 @@ def extract_books(
             claim = "blocks of ≥ 100 words: extraction evidence for this text" if row.claim_blocks else "no block of ≥ " \
                 f"{CLAIM_WORDS} words: not evidence of extraction"
             echo(one_line(f"{row.role} {row.name}: nv-recall {row.nv_recall:.1%} (halt: {row.halt}); {claim}"))
-    echo(f"spent: {outcome.spent.words()}")
-    echo(f"record: run {outcome.run_id}, head {outcome.head}; check it with: mia verify {outcome.run_id}"
-         + (f" --store {store}" if store else ""))
-    if outcome.status == "partial":
-        echo(f"not finished here: {outcome.message}")
-    if outcome.status == "budget":
-        echo(f"stopped: {outcome.message}; run the same command with a larger --budget to go on")
+    closing_lines(outcome, store)
 
 
 @commands.command("verify")

@@ -13,7 +13,7 @@ from typing import Optional
 import pandas as pd
 import typer
 
-from ..audit.api_extraction import ApiExtractionRun, RecordMismatch, Text
+from ..audit.api_extraction import Text
 from ..audit.sources import read_books
 from ..blackbox.decop_paraphrase import ParaphraseSettings, cut_passages, passages_text
 from ..blackbox.decop_passages import OURS, PROVENANCE_COLUMN
@@ -23,6 +23,7 @@ from ..model.chat.prices import Budget, parse_budget
 from ..model.chat.spec import is_chat_spec
 from ..runs.api_results import stored_results
 from ..runs.store import ResultsStore
+from .api_runs import BudgetOpt, RunIdOpt, StoreOpt, closing_lines, run_api
 from .app import fail
 from .terminal import echo, one_line
 
@@ -40,11 +41,9 @@ def paraphrase(
     passage_words: int = typer.Option(100, "--passage-words", help="words per passage (100 ≈ 128 tokens)"),
     author: Optional[str] = typer.Option(None, "--author", help="the books' author, for the quiz question (one for "
                                          "all books; leave out to ask without one)"),
-    budget: Optional[str] = typer.Option(None, "--budget", help="stop before passing it: dollars (\"$5\") or tokens "
-                                         "(\"2M tokens\"); run again with a larger one to go on"),
-    store: Optional[Path] = typer.Option(None, "--store", help="results store (DuckDB file); default: the shared one"),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="resume or name a run (default: derived from the "
-                                         "model, settings and texts, so re-running resumes)"),
+    budget: Optional[str] = BudgetOpt,
+    store: Optional[Path] = StoreOpt,
+    run_id: Optional[str] = RunIdOpt,
 ) -> None:
     """Paraphrase book passages with a chat API for DE-COP, with an evidence record."""
     if not is_chat_spec(model):
@@ -64,12 +63,7 @@ def paraphrase(
     chat = connect_chat(model)
     echo(f"paraphraser: {chat.name} (answered as {chat.answered_model}); {chat.prices.words()}")
     results_store = ResultsStore(store)
-    try:
-        run = ApiExtractionRun(chat, results_store, texts, settings, budget=limit, run_id=run_id)
-        outcome = run.run(lambda name, done, total: echo(one_line(
-            f"[{done}/{total}] {name}: done; so far {run.meter.spent.words()}")) if name else None)
-    except RecordMismatch as err:
-        fail(str(err))
+    outcome = run_api(chat, results_store, texts, settings, budget=limit, run_id=run_id)
     provenance = f"{chat.answered_model or chat.chat.model} ({chat.chat.base_url}), run {outcome.run_id}"
     results = stored_results(results_store, outcome.run_id)
     rows = []
@@ -82,8 +76,4 @@ def paraphrase(
         rows += [[result["title"], result["author"], *row, provenance] for row in result["passages"] if row]
     to_csv_safe(pd.DataFrame(rows, columns=["book", "author", *OURS, PROVENANCE_COLUMN]), output)
     echo(f"wrote {len(rows):,} passages with three paraphrases each to {output}; read them before a quiz")
-    echo(f"spent: {outcome.spent.words()}")
-    echo(f"record: run {outcome.run_id}, head {outcome.head}; check it with: mia verify {outcome.run_id}"
-         + (f" --store {store}" if store else ""))
-    if outcome.status == "budget":
-        echo(f"stopped: {outcome.message}; run the same command with a larger --budget to go on")
+    closing_lines(outcome, store)

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..audit.api_extraction import ApiExtractionRun, RecordMismatch, Text
+from ..audit.api_extraction import Text
 from ..blackbox.simmia import MINILM, embedder
 from ..blackbox.simmia_sampling import SimMiaSettings
 from ..csv_safe import to_csv_safe
 from ..inputs.text_parts import TextParts
 from ..model.chat.chat_model import connect_chat
-from ..model.chat.prices import Budget
 from ..runs.api_results import stored_results
 from ..runs.store import ResultsStore
+from .api_runs import closing_lines, run_api
 from .app import fail
-from .terminal import echo, one_line
+from .terminal import echo
 
 #: The methods a chat API can run through `mia score`.
 API_METHODS = ("simmia_star", "simmia")
@@ -45,12 +45,7 @@ def score_api(model: str, data: TextParts, names: list[str], helpers: dict, para
     echo(f"model: {chat.name} (answered as {chat.answered_model}); {chat.prices.words()}", err=True)
     texts = [Text(str(i), str(t), "text") for i, t in zip(frame["id"], frame["text"])]
     store = ResultsStore()
-    try:
-        run = ApiExtractionRun(chat, store, texts, settings, budget=Budget())
-        outcome = run.run(lambda name, done, total: echo(one_line(
-            f"[{done}/{total}] {name}: done; so far {run.meter.spent.words()}"), err=True) if name else None)
-    except RecordMismatch as err:
-        fail(str(err))
+    outcome = run_api(chat, store, texts, settings, err=True)
     results = stored_results(store, outcome.run_id)
     rows = []
     for unit, text_id in zip(outcome.results["unit"], frame["id"]):
@@ -61,4 +56,4 @@ def score_api(model: str, data: TextParts, names: list[str], helpers: dict, para
         rows.append(row)
     to_csv_safe(pd.DataFrame(rows), output)
     echo(f"wrote {len(rows)} rows ({settings.variant}, {settings.samples} samples per word) to {output}", err=True)
-    echo(f"record: run {outcome.run_id}, head {outcome.head}; check it with: mia verify {outcome.run_id}", err=True)
+    closing_lines(outcome, None, err=True)
