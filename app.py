@@ -19,6 +19,7 @@ navigation = st.navigation([
     st.Page("app_pages/benchmark.py", title="Benchmark methods", icon=":material/monitoring:"),
     st.Page("app_pages/audit.py", title="Book audit", icon=":material/menu_book:"),
     st.Page("app_pages/chat_extraction.py", title="Extract books from a chat API", icon=":material/forum:"),
+    st.Page("app_pages/decop_quiz.py", title="DE-COP quiz on a chat API", icon=":material/quiz:"),
     st.Page("app_pages/unlearning.py", title="Unlearning audit", icon=":material/auto_delete:"),
     st.Page("app_pages/online.py", title="Long text, window by window", icon=":material/timeline:"),
     st.Page("app_pages/learn.py", title="Learn", icon=":material/school:"),

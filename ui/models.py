@@ -61,7 +61,8 @@ class NotForThisPage(Exception):
 
 #: What a log-prob page says when a chat API is chosen.
 CHAT_ONLY = ("The chosen model is a chat API: it only generates text, so this page, which reads log-probs, cannot use "
-             "it. Open **Extract books from a chat API**, or choose another model in the sidebar.")
+             "it. Open **Extract books from a chat API** or **DE-COP quiz on a chat API**, or choose another model in "
+             "the sidebar.")
 
 
 def cached_model(spec: str) -> LanguageModel:
@@ -104,7 +105,7 @@ def chosen_spec() -> str | None:
         spec = bar.text_input("API URL and settings", key="model_chat", placeholder=CHAT_EXAMPLE).strip()
         bar.caption("Settings after `?`: `api=chat` (or `completions`), `model=` the provider's name, `key_env=` the "
                     "**name** of the variable holding the key (never the key), `price_in=`/`price_out=` dollars per "
-                    "million tokens, `rpm=`/`tpm=` rate limits. Only the page *Extract books from a chat API* uses it.")
+                    "million tokens, `rpm=`/`tpm=` rate limits. Only the pages *Extract books from a chat API* and *DE-COP quiz on a chat API* use it.")
         if not spec:
             bar.info("Enter the API's URL with api=chat and model=NAME.")
             return None
