@@ -126,6 +126,8 @@ def _row_passage(path: Path, row: int, record: dict, booktection: bool) -> QuizP
         texts = [_cell(path, row, c, record.get(c)) for c in OURS]
         return QuizPassage(texts[0], (texts[1], texts[2], texts[3]))
     options = [_cell(path, row, c, record.get(c)) for c in BOOKTECTION_OPTIONS]
+    if is_missing(record.get("Answer")):
+        raise InputError(f"{path}: row {row} has no Answer (the letter of the verbatim passage)")
     answer = str(record.get("Answer", "")).strip().upper()
     if answer not in ("A", "B", "C", "D"):
         raise InputError(f"{path}: row {row}: Answer is {record.get('Answer')!r}, not one of A, B, C, D (the letter "

@@ -135,6 +135,10 @@ def test_quiz_tables_ours_and_booktection(tmp_path):
                    '"Answer": "E"}\n')
     with pytest.raises(InputError, match="row 1: Answer is 'E'"):
         read_quiz_books(bad, provenance="x")
+    bad.write_text('{"ID": "Emma", "Example_A": "a", "Example_B": "b", "Example_C": "c", "Example_D": "d", '
+                   '"Answer": null}\n')
+    with pytest.raises(InputError, match="row 1 has no Answer"):
+        read_quiz_books(bad, provenance="x")
     none = tmp_path / "none.csv"
     none.write_text("book,text\nT,x\n")
     with pytest.raises(InputError, match="has no column 'passage'"):
