@@ -26,7 +26,7 @@ LIMITS = [
     "The clean books must postdate the model's training cutoff and match the audited book in genre and era; the "
     "comparison is only as good as they are.",
     "Paraphrases made by the audited model itself carry its style and may be easier to reject, which inflates "
-    "accuracy; the paraphrases' provenance is stated for every book below.",
+    "accuracy; the paraphrases' provenance is stated for every book in this report.",
     "Temperature 0 at an API is not deterministic, and production models change: the stored exchanges are the "
     "evidence, a rerun is corroboration at best.",
 ]
