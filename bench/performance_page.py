@@ -216,6 +216,15 @@ SPECS: dict[str, Spec] = {
         "Served models: log-probs against in-process",
         "Largest difference between a vLLM server's prompt log-probs and the in-process ones on three demo-wiki "
         "texts.", "make test (tests/served/)"),
+    "demo-wiki-simmia": Spec(
+        "SimMIA and SimMIA* on the known-membership demo",
+        "AUROC with its 95% bootstrap interval of SimMIA (all-MiniLM-L6-v2) and SimMIA* on a seeded, balanced sample "
+        "of demo-wiki's shortest texts under `demo-known` (membership known) and the base `demo` (membership "
+        "invisible: near 0.5), with `loss` on the same texts as a check. A small sample and far fewer samples per "
+        "word than the authors' (see the run's note): the intervals are wide.",
+        ".venv/bin/python bench/simmia_heldout.py --json out.json",
+        (("name", "method"), ("model", "model"), ("auroc", "AUROC"), ("auroc_ci", "95% CI"),
+         ("seconds_model", "s (model, all methods)"))),
     "test-suite": Spec(
         "The test suite",
         "Seconds of pytest for the whole suite on the 2-core machine: serially and on two workers, in fresh clones "
