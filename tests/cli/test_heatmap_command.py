@@ -60,7 +60,7 @@ def test_heatmap_command_writes_the_pages_download(model_dir, tmp_path, scale, s
     (["--methods", "nope"], "nope"),
     (["--scale", "reference"], "--scale must be one of fixed, text (got 'reference')"),
     (["--param", "k=0.5"], "give k with --k"),
-    (["--methods", "loss", "--param", "m=5"], "--param m: none of the chosen methods (loss) takes a parameter"),
+    (["--methods", "zlib", "--param", "m=5"], "--param m: none of the chosen methods (zlib) takes a parameter"),
     (["--k", "2"], "k must be in (0, 1]"),
 ])
 def test_bad_requests_fail_in_one_line_before_loading(args, needle, tmp_path):
