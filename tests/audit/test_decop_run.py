@@ -27,6 +27,9 @@ from tests.support.cli_runner import run_cli
 
 from tests.support.fake_chat import FakeChat
 
+#: One worker runs this module, so its module-scoped run (289 requests) is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("decop_run")
+
 WORDS = ("alpha beta gamma delta river stone light house green small dark quiet open old new far near deep wide "
          "tall cold warm slow fast bright pale soft hard").split()
 MIA = [sys.executable, "-m", "mia_core"]
