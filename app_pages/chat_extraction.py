@@ -15,16 +15,14 @@ from mia_core.audit.api_report import api_report_html, api_report_pdf
 from mia_core.blackbox.two_phase import PROFILES, ExtractionSettings
 from mia_core.csv_safe import to_csv_safe
 from mia_core.limits import MAX_PAGE_BUDGET_DOLLARS, MAX_PAGE_BUDGET_TOKENS
-from mia_core.model.chat.chat_model import ChatModel
 from mia_core.model.chat.prices import Budget, parse_budget
-from mia_core.model.chat.spec import is_chat_spec
 from mia_core.runs.store import ResultsStore
 from ui.chat_extraction import (
     DIFF_LEGEND, MAX_PAGE_TEXTS, diff_html, numbers_words, progress_words, read_texts, result_table, start_run,
 )
 from ui.jobs import session_folder
 from ui.markdown import md
-from ui.models import loaded_model
+from ui.models import chosen_chat_model
 from ui.uploads import saved_uploads
 
 RUN_KEY = "chat_run_id"
@@ -45,11 +43,6 @@ st.title("Extract books from a chat API")
 st.caption("For models you can only chat with (GPT, Claude, Gemini …): does the model, given a book's opening, go on "
            "to recite the book? Near-verbatim recall beside a text it cannot have seen, every call recorded. The "
            "instruction is the paper's, never a jailbreak. Docs: Chat APIs.")
-spec = st.session_state.get("model_spec")
-if not spec or not is_chat_spec(spec):
-    st.info("Choose **A chat API** in the sidebar (a URL with `api=chat` and `model=`). Log-prob methods for other "
-            "models are on the other pages.")
-    st.stop()
 def texts_ui(column, title: str, role: str, upload_label: str, paste_label: str) -> tuple[list | None, str | None]:
     """(uploaded files, pasted text) of one role, as chosen by its radio: one of the two is None."""
     how = column.radio(title, ["Upload files", PASTE], horizontal=True, key=f"chat_{role}_how")
@@ -58,7 +51,7 @@ def texts_ui(column, title: str, role: str, upload_label: str, paste_label: str)
     return column.file_uploader(upload_label, type=UPLOAD_TYPES, accept_multiple_files=True, key=f"chat_{role}s"), None
 
 
-model: ChatModel = loaded_model(spec)  # type: ignore[assignment]  (a chat spec loads a ChatModel)
+model = chosen_chat_model()
 st.markdown(f"Model **{md(model.chat.model)}** at {md(model.chat.base_url)}, answering as "
             f"**{md(str(model.answered_model))}**; tier {model.tier.name}; {md(model.prices.words())}.")
 

@@ -19,8 +19,6 @@ from mia_core.blackbox.decop_passages import MAX_QUIZ_BOOKS, MAX_QUIZ_PASSAGES
 from mia_core.blackbox.decop_stats import MIN_CLEAN_BOOKS
 from mia_core.csv_safe import to_csv_safe
 from mia_core.limits import MAX_PAGE_BUDGET_DOLLARS, MAX_PAGE_BUDGET_TOKENS
-from mia_core.model.chat.chat_model import ChatModel
-from mia_core.model.chat.spec import is_chat_spec
 from mia_core.names import file_name
 from mia_core.runs.api_results import stored_results
 from mia_core.runs.store import ResultsStore
@@ -31,7 +29,7 @@ from ui.decop_quiz import (
 )
 from ui.jobs import session_folder
 from ui.markdown import md
-from ui.models import loaded_model
+from ui.models import chosen_chat_model
 from ui.uploads import saved_uploads
 
 RUN_KEY = "decop_run_id"
@@ -46,13 +44,7 @@ st.title("DE-COP quiz on a chat API")
 st.caption("For models you can only chat with: shown four passages — a book's original and three paraphrases — in "
            "all 24 orders, does the model pick the original more often for the audited book than for clean books it "
            "cannot have seen? Evidence about that book's text, not extraction. Docs: Chat APIs.")
-spec = st.session_state.get("model_spec")
-if not spec or not is_chat_spec(spec):
-    st.info("Choose **A chat API** in the sidebar (a URL with `api=chat` and `model=`). Log-prob methods for other "
-            "models are on the other pages.")
-    st.stop()
-
-model: ChatModel = loaded_model(spec)  # type: ignore[assignment]  (a chat spec loads a ChatModel)
+model = chosen_chat_model()
 st.markdown(f"Model **{md(model.chat.model)}** at {md(model.chat.base_url)}, answering as "
             f"**{md(str(model.answered_model))}**; tier {model.tier.name}; {md(model.prices.words())}.")
 

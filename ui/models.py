@@ -73,6 +73,16 @@ def cached_model(spec: str) -> LanguageModel:
     return lm
 
 
+def chosen_chat_model() -> ChatModel:
+    """The chat API chosen in the sidebar, loaded; otherwise the page says how to choose one and stops."""
+    spec = st.session_state.get("model_spec")
+    if not spec or not is_chat_spec(spec):
+        st.info("Choose **A chat API** in the sidebar (a URL with `api=chat` and `model=`). Log-prob methods for "
+                "other models are on the other pages.")
+        st.stop()
+    return loaded_model(spec)  # type: ignore[return-value]  (a chat spec loads a ChatModel)
+
+
 def loaded_model(spec: str) -> LanguageModel | ChatModel:
     """`shared_model`, and, when it is the model chosen in the sidebar, its status says so at once (not only after
     the page's slower work: a result under a model must never sit beside "Loading …" and the last model's details)."""

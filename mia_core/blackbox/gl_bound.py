@@ -41,6 +41,15 @@ def tokenizer_file(path: str | Path) -> Path:
     return found
 
 
+def declared_tokenizer(path: str | Path | None) -> tuple[str | None, str | None]:
+    """(absolute path, SHA-256) of a tokenizer the user declares, as a run's settings record it; (None, None) for
+    none."""
+    if path is None:
+        return None, None
+    found = tokenizer_file(path)
+    return str(found.resolve()), file_sha256(found)
+
+
 @lru_cache(maxsize=4)
 def _load(path: str, sha256: str) -> Tokenizer:
     if file_sha256(path) != sha256:

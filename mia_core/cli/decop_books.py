@@ -19,7 +19,7 @@ from ..audit.decop_report import SELF_PARAPHRASED, self_paraphrased, decop_repor
 from ..blackbox.decop import DecopSettings
 from ..blackbox.decop_passages import QuizBook, read_quiz_books
 from ..blackbox.decop_stats import MIN_CLEAN_BOOKS
-from ..blackbox.gl_bound import file_sha256, tokenizer_file
+from ..blackbox.gl_bound import declared_tokenizer
 from ..csv_safe import to_csv_safe
 from ..inputs.tables import InputError
 from ..model.chat.chat_model import connect_chat
@@ -84,11 +84,10 @@ def decop_books(
         fail(f"{chat.name} spells its tokens as ids (token_id:N): give the model's tokenizer with --tokenizer so the "
              "letters can be read, or use --letters answer")
     try:
-        declared = tokenizer_file(tokenizer) if tokenizer is not None else None
+        path, sha256 = declared_tokenizer(tokenizer)
     except ValueError as err:
         fail(str(err))
-    settings = DecopSettings(logprobs=logprobs, tokenizer=None if declared is None else str(declared.resolve()),
-                             tokenizer_sha256=None if declared is None else file_sha256(declared))
+    settings = DecopSettings(logprobs=logprobs, tokenizer=path, tokenizer_sha256=sha256)
     echo(f"model: {chat.name} (answered as {chat.answered_model}; tier {chat.tier.name}); {chat.prices.words()}")
     cost = quiz_estimate(audited + controls, settings, chat.prices)
     money = f"${cost.dollars_max:,.2f}" if cost.dollars_max is not None else "cost unknown (no price)"

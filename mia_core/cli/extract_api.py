@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..audit.api_extraction import Text
-from ..blackbox.gl_bound import file_sha256, tokenizer_file
+from ..blackbox.gl_bound import declared_tokenizer
 from ..blackbox.window_sampling import WindowSettings
 from ..csv_safe import to_csv_safe
 from ..model.chat.chat_model import connect_chat
@@ -37,15 +37,14 @@ def extract_api(model: str, data: pd.DataFrame, output: Path, summary: Path | No
                 store: Path | None, run_id: str | None, tokenizer: Path | None = None) -> None:
     """Sample every window of every text from the chat API `model`; write one row per window (and per text)."""
     try:
-        declared = tokenizer_file(tokenizer) if tokenizer is not None else None
+        path, sha256 = declared_tokenizer(tokenizer)
         settings = WindowSettings(words_for(prefix), words_for(suffix), words_for(stride), samples, per_request,
-                                  greedy_repeats, tokenizer=None if declared is None else str(declared.resolve()),
-                                  tokenizer_sha256=None if declared is None else file_sha256(declared))
+                                  greedy_repeats, tokenizer=path, tokenizer_sha256=sha256)
         limit = parse_budget(budget) if budget else Budget()
     except ValueError as err:
         fail(str(err))
     chat = connect_chat(model)
-    if declared is not None and chat.tier.name != "GL":
+    if path is not None and chat.tier.name != "GL":
         fail(f"{chat.name} returns no log-probs (tier G): --tokenizer gives a bound only with them")
     echo(f"model: {chat.name} (answered as {chat.answered_model}; tier {chat.tier.name}); {chat.prices.words()}")
     echo(f"windows: {settings.prefix_words} + {settings.suffix_words} words every {settings.stride_words} words; "
