@@ -1,4 +1,4 @@
-"""Where the host's time goes per text in `score_texts`, part by part, measured in one run (CPU).
+"""Where the host's time goes per text in `score_texts`, part by part, before and after a change, in one call (CPU).
 
 One profiled `score_texts` call with the five statistics-only methods (bench/gpu.py's arm (s)) and a real, empty
 statistics cache (every entry written, on the writer thread unless `--inline-writes`), after one warm-up call. For each part of the statistics pass — the model's
@@ -6,40 +6,50 @@ batch (forward, head and reduction), tokenising with offsets, padding a batch, s
 assembling `TokenStats`, the cache's key, lookup and write, and each method — the cumulative seconds under cProfile
 divided by the texts. The profiler slows Python a little, so read the parts against each other, not as wall time.
 
-    .venv/bin/python bench/host_parts.py [--model smoke-1b|smoke-7b|demo] [--texts 400] [--inline-writes]
+Each measurement runs in a child process. `--before DIR` (a tree holding an earlier `mia_core` and `bench`, e.g.
+`git archive ebfca80 mia_core bench | tar -x -C DIR`) measures that tree too, the two sides alternating `--repeats`
+times; each part is the median over the repeats (a 2-core machine's noise is ±20% a run).
 
-Last line: `ratio=<the host's parts per text ÷ the model's batch per text>`.
+    .venv/bin/python bench/host_parts.py [--model smoke-1b|smoke-7b|demo] [--texts 400] [--inline-writes]
+        [--before DIR] [--repeats 5] [--json OUT]
+
+Last line: `ratio=<the host's parts per text ÷ the model's batch per text>`, or with `--before`,
+`ratio=<the host's parts per text after ÷ before>` (issue 41's goal: at most 1/3).
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib
+import json
 import os
 import pstats
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from envelope import load as load_average, write_result  # noqa: E402  (stdlib only)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gpu as G  # noqa: E402  (bench/gpu.py: the workloads, the smoke models, the arms)
-
-import mia_core  # noqa: E402
-from mia_core.model.stats_cache import StatsCache  # noqa: E402
-
-#: (module path under mia_core, function): what the part is called in the table.
+#: (module path under mia_core, function): what the part is called in the table. Parts of one name are one part
+#: (an earlier tree's function and its successor); where both ran, the larger (the caller's) counts.
 PARTS = {
     ("model/forward.py", "batch_stats"): "the model's batch (forward, head, float32 reduction)",
     ("model/encoding.py", "encode_texts"): "tokenising with offsets",
     ("model/forward.py", "batch_arrays"): "padding a batch",
     ("model/pipeline.py", "_finish"): "splitting a batch's statistics",
     ("model/stats_model.py", "_assemble"): "assembling TokenStats",
+    ("model/stats_model.py", "_assemble_group"): "assembling TokenStats",
     ("model/stats_cache.py", "key"): "cache key (SHA-256 of the text)",
     ("model/stats_cache.py", "get"): "cache lookup",
     ("model/stats_cache.py", "put"): "cache write (on this thread: writes_behind off)",
+    ("model/stats_cache.py", "put_many"): "cache write (on this thread: writes_behind off)",
     ("model/cache_writes.py", "put"): "cache write (handed to the writer thread)",
+    ("model/cache_writes.py", "put_many"): "cache write (handed to the writer thread)",
     ("methods/loss.py", "loss"): "method: loss",
     ("methods/zlib.py", "zlib_ratio"): "method: zlib",
     ("methods/min_k.py", "min_k"): "method: min_k",
@@ -48,40 +58,40 @@ PARTS = {
     ("scoring/stream.py", "score_batch"): "methods: all five, per finished batch (batch forms)",
     ("model/text_windows.py", "fill"): "joining a text's windows",
 }
-MODEL_PART = ("model/forward.py", "batch_stats")
+MODEL_PART = PARTS[("model/forward.py", "batch_stats")]
 
 
-def load(name: str, tmp: str):
-    """`demo` (real weights, float32) or a smoke Llama of bench/gpu.py (bf16, random, built from a config)."""
-    if name == "demo":
-        return mia_core.load_model("demo", device="cpu")
-    return G.random_llama(name.replace("smoke", "llama"), G.bench_tokenizer(True), torch.device("cpu"), torch.bfloat16,
-                          True, StatsCache(os.path.join(tmp, "smoke")))
-
-
-def part_seconds(profile: cProfile.Profile) -> dict[tuple[str, str], tuple[float, int]]:
-    """Cumulative seconds and calls of every part in PARTS, from the profile."""
-    found: dict[tuple[str, str], tuple[float, int]] = {}
-    for (filename, _, function), (_, calls, _, cumulative, _) in pstats.Stats(profile).stats.items():
+def part_seconds(profile: cProfile.Profile) -> dict[str, float]:
+    """Cumulative seconds of every part in PARTS, from the profile (one part's names: the larger)."""
+    found: dict[tuple[str, str], float] = {}
+    for (filename, _, function), (_, _, _, cumulative, _) in pstats.Stats(profile).stats.items():
         key = (filename.split("mia_core/")[-1], function)
         if "mia_core/" in filename and key in PARTS:
-            seconds, n = found.get(key, (0.0, 0))
-            found[key] = (seconds + cumulative, n + calls)
-    return found
+            found[key] = found.get(key, 0.0) + cumulative
+    parts: dict[str, float] = {}
+    for key, seconds in found.items():
+        parts[PARTS[key]] = max(parts.get(PARTS[key], 0.0), seconds)
+    return parts
 
 
-def main() -> None:
-    """Profile one call and print each part's milliseconds per text, the model's batch first."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smoke-1b", choices=["smoke-1b", "smoke-7b", "demo"])
-    parser.add_argument("--texts", type=int, default=400)
-    parser.add_argument("--inline-writes", action="store_true",
-                        help="write the cache on this thread, as before the writer thread (cache_writes.WriteBehind)")
-    args = parser.parse_args()
+def measure(tree: Path, model: str, n_texts: int, inline_writes: bool) -> dict:
+    """One profiled `score_texts` call of the `mia_core` in `tree` (after a warm-up): seconds per part and in all.
+
+    Imports here, not at the top: which `mia_core` (and which bench/gpu.py, its workloads) is the tree's to say.
+    """
+    sys.path[:0] = [str(tree / "bench"), str(tree)]
+    G = importlib.import_module("gpu")  # bench/gpu.py: the workloads, the smoke models, the arms
+    mia_core = importlib.import_module("mia_core")
+    StatsCache = importlib.import_module("mia_core.model.stats_cache").StatsCache
+    torch = importlib.import_module("torch")
     with tempfile.TemporaryDirectory() as tmp:
-        lm = load(args.model, tmp)
-        lm.writes_behind = not args.inline_writes
-        texts = G.wiki_like(args.texts)
+        if model == "demo":  # real weights, float32
+            lm = mia_core.load_model("demo", device="cpu")
+        else:  # a smoke Llama of bench/gpu.py (bf16, random, built from a config)
+            lm = G.random_llama(model.replace("smoke", "llama"), G.bench_tokenizer(True), torch.device("cpu"),
+                                torch.bfloat16, True, StatsCache(os.path.join(tmp, "smoke")))
+        lm.writes_behind = not inline_writes
+        texts = G.wiki_like(n_texts)
         freq = mia_core.build_frequency_table(lm.tokenizer, texts, vocab_size=lm.vocab_width)
 
         def run():
@@ -95,16 +105,82 @@ def main() -> None:
         run()
         profile.disable()
         total = time.perf_counter() - start
-    n = len(texts)
-    parts = part_seconds(profile)
-    print(f"{args.model}: {n} WikiMIA-like texts, score_texts {total:.3f} s under the profiler "
-          f"({1e3 * total / n:.3f} ms a text)")
-    for key, (seconds, calls) in sorted(parts.items(), key=lambda item: (item[0] != MODEL_PART, -item[1][0])):
-        print(f"  {PARTS[key]:52s} {1e3 * seconds / n:9.3f} ms a text  ({calls} calls)")
-    host = sum(seconds for key, (seconds, _) in parts.items() if key != MODEL_PART)
-    print(f"  {'the host parts above, together':52s} {1e3 * host / n:9.3f} ms a text")
-    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"ratio={host / parts[MODEL_PART][0]:.3f}")
+    return {"texts": len(texts), "total_s": total, "parts_s": part_seconds(profile), "load": load_average()}
+
+
+def child_run(tree: Path, args: argparse.Namespace) -> dict:
+    """`measure` in a fresh process (the tree's own imports, nothing warm from another side)."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", str(tree), "--model", args.model,
+               "--texts", str(args.texts)] + (["--inline-writes"] if args.inline_writes else [])
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"error: the measurement of {tree} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def medians(runs: list[dict]) -> dict:
+    """Milliseconds a text per part (median over the runs), the host parts together, and their ratio to the model."""
+    n = runs[0]["texts"]
+    names = sorted({name for run in runs for name in run["parts_s"]})
+    parts = {name: 1e3 * statistics.median(run["parts_s"].get(name, 0.0) for run in runs) / n for name in names}
+    host = [sum(s for name, s in run["parts_s"].items() if name != MODEL_PART) for run in runs]
+    model = [run["parts_s"][MODEL_PART] for run in runs]
+    return {"texts": n, "runs": len(runs), "parts_ms_per_text": parts,
+            "host_ms_per_text": 1e3 * statistics.median(host) / n,
+            "host_ms_per_text_each_run": [round(1e3 * h / n, 4) for h in host],
+            "model_ms_per_text": 1e3 * statistics.median(model) / n,
+            "host_over_model": statistics.median(h / m for h, m in zip(host, model)),
+            "loads": [run["load"] for run in runs]}
+
+
+def show(side: str, model: str, summary: dict) -> None:
+    """Print one side's parts, the model's batch first, then the rest largest first."""
+    parts = summary["parts_ms_per_text"]
+    print(f"{side} — {model}: {summary['texts']} WikiMIA-like texts, median of {summary['runs']} profiled run(s)")
+    for name in sorted(parts, key=lambda name: (name != MODEL_PART, -parts[name])):
+        print(f"  {name:52s} {parts[name]:9.3f} ms a text")
+    print(f"  {'the host parts above, together':52s} {summary['host_ms_per_text']:9.3f} ms a text "
+          f"(each run: {', '.join(f'{h:.3f}' for h in summary['host_ms_per_text_each_run'])})")
+
+
+def main() -> None:
+    """Measure this tree (and `--before`'s, alternating), print each part's milliseconds per text, the ratio last."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smoke-1b", choices=["smoke-1b", "smoke-7b", "demo"])
+    parser.add_argument("--texts", type=int, default=400)
+    parser.add_argument("--inline-writes", action="store_true",
+                        help="write the cache on this thread, as before the writer thread (cache_writes.WriteBehind)")
+    parser.add_argument("--before", type=Path, help="an earlier tree (mia_core and bench) to measure in the same call")
+    parser.add_argument("--repeats", type=int, default=1, help="profiled runs per side; each part's median is shown")
+    parser.add_argument("--json", type=Path, help="write the medians here, in bench/results' envelope")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        print(json.dumps(measure(args.child, args.model, args.texts, args.inline_writes)))
+        return
+    started = load_average()
+    sides = {"after": HERE.parent, **({"before": args.before.resolve()} if args.before else {})}
+    runs: dict[str, list[dict]] = {side: [] for side in sides}
+    for repeat in range(args.repeats):
+        order = list(sides) if repeat % 2 == 0 else list(reversed(sides))  # alternate: neither side always first
+        for side in order:
+            runs[side].append(child_run(sides[side], args))
+    summaries = {side: medians(found) for side, found in runs.items()}
+    for side in reversed(list(sides)):
+        show(side, args.model, summaries[side])
+    print(f"load average: {load_average()}")
+    if args.before:
+        ratio = summaries["after"]["host_ms_per_text"] / summaries["before"]["host_ms_per_text"]
+        results = {args.model: {**summaries["after"], "before": summaries["before"], "after_over_before": ratio}}
+    else:
+        ratio = summaries["after"]["host_over_model"]
+        results = {args.model: summaries["after"]}
+    if args.json:
+        write_result(args.json, "host-parts", results, load_before=started,
+                     note="host_ms_per_text: the host's parts together (every part but the model's batch), the "
+                          "median over the runs; the profiler's cumulative seconds (its overhead included)"
+                          + (f"; before: the tree at {args.before}" if args.before else ""))
+    print(f"ratio={ratio:.3f}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ thread at its next `put` or at `close`, the same error that a write on the calle
 from __future__ import annotations
 
 import threading
+from functools import partial
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .stats_cache import StatsCache
@@ -23,23 +24,33 @@ class WriteBehind:
 
     def __init__(self, cache: StatsCache, max_pending: int = MAX_PENDING):
         self.cache = cache
+        self.max_pending = max_pending
         self._room = threading.BoundedSemaphore(max_pending)
         self._pool: ThreadPoolExecutor | None = None  # started by the first write: no thread when everything is cached
         self._error: BaseException | None = None
 
     def put(self, key: str, stats: TokenStats) -> None:
         """Queue an entry (waiting while `max_pending` entries wait); raises the error of an earlier failed write."""
+        self.put_many([(key, stats)])
+
+    def put_many(self, entries: list[tuple[str, TokenStats]]) -> None:
+        """Queue (key, statistics) entries as one task of the writer thread (a finished batch's texts: one hand-over,
+        not one per text), waiting while `max_pending` entries wait; raises the error of an earlier failed write."""
         self._raise_failed()
-        if self.cache.max_bytes <= 0:  # the cache keeps nothing: nothing to hand over
+        if self.cache.max_bytes <= 0 or not entries:  # the cache keeps nothing: nothing to hand over
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mia-cache-write")
-        self._room.acquire()
-        try:
-            self._pool.submit(self.cache.put, key, stats).add_done_callback(self._written)
-        except BaseException:
-            self._room.release()
-            raise
+        for start in range(0, len(entries), self.max_pending):  # a task never holds more room than there is
+            part = entries[start : start + self.max_pending]
+            for _ in part:
+                self._room.acquire()
+            try:
+                self._pool.submit(self.cache.put_many, part).add_done_callback(partial(self._written, len(part)))
+            except BaseException:
+                for _ in part:
+                    self._room.release()
+                raise
 
     def close(self) -> None:
         """Wait until every queued entry is written; raises the first failed write's error."""
@@ -52,8 +63,9 @@ class WriteBehind:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _written(self, future: Future) -> None:
-        self._room.release()
+    def _written(self, count: int, future: Future) -> None:
+        for _ in range(count):
+            self._room.release()
         error = future.exception()
         if error is not None and self._error is None:
             self._error = error

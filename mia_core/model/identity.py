@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+import weakref
 from pathlib import Path
 
 from ..paths import cache_root
@@ -15,13 +16,33 @@ def text_sha256(text: str) -> str:
 
 
 def tokenizer_fingerprint(tokenizer) -> str:
-    """Hash of a tokenizer's full definition (vocabulary, merges, normalizer, special tokens)."""
+    """Hash of a tokenizer's full definition (vocabulary, merges, normalizer, special tokens).
+
+    Remembered per tokenizer object and size (a 128k vocabulary's definition takes 30–40 ms to write out, and a
+    scoring call checks its frequency table twice): a token added in place changes the size, so it is hashed again.
+    """
+    size = len(tokenizer) if hasattr(tokenizer, "__len__") else None
+    try:
+        known = _FINGERPRINTS.get(tokenizer)
+    except TypeError:  # an object that cannot be weakly referenced: hashed every time
+        known = None
+    if known is not None and known[0] == size:
+        return known[1]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
         payload = backend.to_str()
     else:  # slow tokenizer: the vocabulary is what determines the ids
         payload = json.dumps(tokenizer.get_vocab(), sort_keys=True)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+    fingerprint = hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+    try:
+        _FINGERPRINTS[tokenizer] = (size, fingerprint)
+    except TypeError:
+        pass
+    return fingerprint
+
+
+#: tokenizer → (its size when hashed, its fingerprint); an entry goes with its tokenizer.
+_FINGERPRINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def file_sha256(path: str | Path, *, chunk_bytes: int = 1 << 22) -> str:

@@ -30,6 +30,8 @@ from .forward import FLOAT_STATS, INT_STATS, Segment, batch_arrays, batch_stats,
 from .device_mask import causal_padding_mask, takes_device_mask
 from .placement import input_device
 
+#: The statistics of a segment, in the order of the rows `batch_stats` returns (floats, then ints).
+STATS_NAMES = (*FLOAT_STATS, *INT_STATS)
 #: Batches launched on a CUDA device beyond the one the host is finishing (1: the device always has the next).
 LOOKAHEAD = 1
 #: When launching ahead, the last batch is cut into pieces of 1/2, 1/4, … of its segments (this many cuts, while a
@@ -42,8 +44,9 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class FinishedBatch:
-    """The statistics of one batch's segments: `stats[j]` belongs to `segments[indices[j]]`; `budget` is the
-    token budget the batch was packed under (smaller than asked after out-of-memory halving)."""
+    """The statistics of one batch's segments: `stats[j]` belongs to `segments[indices[j]]` (arrays no other batch
+    shares, which a text may keep as they are); `budget` is the token budget the batch was packed under (smaller
+    than asked after out-of-memory halving)."""
 
     indices: list[int]
     stats: list[dict[str, np.ndarray]]
@@ -98,14 +101,19 @@ def _launch(model: nn.Module, split, segments: list[Segment], indices: list[int]
 
 
 def _finish(job: _Launched) -> list[dict[str, np.ndarray]]:
-    """Wait for a launched batch and split its statistics per segment (views of the batch's arrays)."""
+    """Wait for a launched batch and split its statistics per segment: read-only views of arrays the batch owns
+    (on CUDA one copy out of the pinned buffer per batch, so no text's statistics keep page-locked memory)."""
     if job.ready is not None:
         job.ready.synchronize()
-    bounds = np.cumsum(job.counts)[:-1]
-    floats = [np.split(row, bounds) for row in job.floats.numpy()]
-    ints = [np.split(row, bounds) for row in job.ints.numpy()]
-    return [{**{k: floats[n][j] for n, k in enumerate(FLOAT_STATS)}, **{k: ints[n][j] for n, k in enumerate(INT_STATS)}}
-            for j in range(len(job.indices))]
+    floats, ints = job.floats.numpy(), job.ints.numpy()
+    if job.floats.is_pinned():
+        floats, ints = floats.copy(), ints.copy()
+    rows = [*floats, *ints]  # one (n,) row per statistic
+    for row in rows:
+        row.flags.writeable = False  # texts share the batch's rows: none may write into another's
+    ends = np.cumsum(job.counts).tolist()
+    return [{name: row[start:end] for name, row in zip(STATS_NAMES, rows)}
+            for start, end in zip([0, *ends[:-1]], ends)]
 
 
 def split_tail(batches: list[list[int]], cuts: int = TAIL_CUTS) -> list[list[int]]:

@@ -23,6 +23,12 @@ from .policy import StatsPolicy
 from .stats_cache import StatsCache
 from .text_windows import TextWindows
 
+#: The statistics of a text with nothing scored (shared, so read-only).
+_NOTHING_SCORED = {name: np.empty(0, np.int64 if name in ("top1_id", "rank") else np.float32)
+                   for name in ("logprob", "mu", "sigma", "top1_id", "top1_logprob", "entropy", "rank")}
+for _array in _NOTHING_SCORED.values():
+    _array.flags.writeable = False
+
 WindowPlan = Callable[[int, int, int], list[tuple[int, int, int]]]
 
 
@@ -157,15 +163,15 @@ class StatsModel:
             on_batch(cached, [out[i] for i in cached])  # type: ignore[misc]
         if todo:
             with WriteBehind(self.stats_cache) as writes:
-                put = writes.put if self.writes_behind else self.stats_cache.put
+                put_many = writes.put_many if self.writes_behind else self.stats_cache.put_many
                 for group in self._compute([texts[i] for i in todo], bos, long_text, progress, batch_tokens):
                     indices = [todo[j] for j, _ in group]
                     for i, (_, stats) in zip(indices, group):
                         out[i] = stats
-                        if cache:
-                            put(keys[i], stats)
                         if on_stats is not None:
                             on_stats(i, stats)
+                    if cache:
+                        put_many([(keys[i], stats) for i, (_, stats) in zip(indices, group)])
                     if on_batch is not None and group:
                         on_batch(indices, [stats for _, stats in group])
         elif progress is not None:  # all cached: done, counted in the same unit (tokens)
@@ -251,20 +257,21 @@ class StatsModel:
         else:
             spans = np.zeros((n_scored, 2), dtype=np.int64)
         # display strings are made when first read; only tokens without a span (specials) need their names now
+        no_span = spans[:, 1] <= spans[:, 0]
         names = {j: self.tokenizer.convert_ids_to_tokens(int(scored_ids[j]))
-                 for j in np.flatnonzero(spans[:, 1] <= spans[:, 0]).tolist()}
+                 for j in np.flatnonzero(no_span).tolist()} if no_span.any() else {}
         return TokenStats(
             text=text,
             token_ids=scored_ids,
             tokens=TokenStrings(text, spans, names),
             offsets=spans,
-            logprob=joined.get("logprob", np.empty(0, np.float32)),
-            mu=joined.get("mu", np.empty(0, np.float32)),
-            sigma=joined.get("sigma", np.empty(0, np.float32)),
-            top1_id=joined.get("top1_id", np.empty(0, np.int64)),
-            top1_logprob=joined.get("top1_logprob", np.empty(0, np.float32)),
-            entropy=joined.get("entropy", np.empty(0, np.float32)),
-            rank=joined.get("rank", np.empty(0, np.int64)),
+            logprob=joined.get("logprob", _NOTHING_SCORED["logprob"]),
+            mu=joined.get("mu", _NOTHING_SCORED["mu"]),
+            sigma=joined.get("sigma", _NOTHING_SCORED["sigma"]),
+            top1_id=joined.get("top1_id", _NOTHING_SCORED["top1_id"]),
+            top1_logprob=joined.get("top1_logprob", _NOTHING_SCORED["top1_logprob"]),
+            entropy=joined.get("entropy", _NOTHING_SCORED["entropy"]),
+            rank=joined.get("rank", _NOTHING_SCORED["rank"]),
             bos_policy=common.bos,
             boundary_token=common.boundary_str,
             first_token_scored=first_token_scored,

@@ -58,8 +58,8 @@ class TextWindows:
     def fill(self, k: int, stats: dict[str, np.ndarray]) -> tuple[int, dict | None]:
         """(text, its joined statistics once its last window is back, else None) for finished segment k."""
         owner = self.owners[k]
-        if self.missing[owner] == 1 and self.filled[owner] is None:  # the text's only window: its own copies
-            joined = {key: value.copy() for key, value in stats.items()}  # (the batch's arrays are views)
+        if self.missing[owner] == 1 and self.filled[owner] is None:  # the text's only window: its arrays as they are
+            joined = stats  # (a finished batch's arrays are its own: `FinishedBatch`)
         else:  # one of several windows: into the text's arrays, never all windows and their join at once
             joined = self.filled[owner] or {key: np.empty(self.sizes[owner], value.dtype) for key, value in stats.items()}
             self.filled[owner] = joined

@@ -1,6 +1,7 @@
 """Frequency tables (DC-PDD) and corpus streaming: counts checked against independent computations."""
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 from collections import Counter
@@ -205,3 +206,24 @@ def test_a_table_of_counts_that_are_not_whole_numbers_is_refused():
         FrequencyTable(np.array([1.5, 2.0]), "x", "c", 1)
     table = FrequencyTable(np.array([3.0, 1.0]), "x", "c", 1)  # whole numbers in floats are counts
     assert table.counts.dtype == np.int64 and table.total == 4 and not table.counts.flags.writeable
+
+
+def test_a_tokenizers_fingerprint_is_written_out_once_and_again_after_a_token_is_added(tok, monkeypatch):
+    own = copy.deepcopy(tok)
+    backend_type = type(own.backend_tokenizer)
+    written = []
+    real = backend_type.to_str
+
+    class Counting:  # the backend's definition, counted each time it is written out
+        def __get__(self, obj, kind=None):
+            written.append(1)
+            return real.__get__(obj, kind)
+
+    first = tokenizer_fingerprint(own)
+    monkeypatch.setattr(backend_type, "to_str", Counting(), raising=False)
+    assert tokenizer_fingerprint(own) == first and not written  # remembered
+    own.add_tokens(["<a-new-token>"])
+    changed = tokenizer_fingerprint(own)
+    assert changed != first and len(written) == 1  # a new size: written out and hashed again
+    monkeypatch.undo()
+    assert changed == tokenizer_fingerprint(copy.deepcopy(own))  # the same definition, a fresh object: same hash

@@ -2,6 +2,8 @@
 on disk when `token_stats` returns, a failed write raised as the inline write raises it, and the queue bounded."""
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 
 import pytest
@@ -111,3 +113,48 @@ def test_a_cache_that_keeps_nothing_starts_no_thread(tmp_path, llama_lm):
         writes.put("d" * 64, stats)
         assert not writer_threads()
     assert not list(tmp_path.rglob("*.stats"))
+
+
+def test_put_many_hands_over_a_batch_in_parts_no_larger_than_the_room(tmp_path, llama_lm):
+    stats = llama_lm.token_stats(random_texts(5, seed=10), cache=False)
+    cache = GatedCache(tmp_path)
+    writes = WriteBehind(cache, max_pending=2)
+    entries = [(f"{i}" * 64, st) for i, st in enumerate(stats)]
+    handing = threading.Thread(target=writes.put_many, args=(entries,))
+    handing.start()
+    handing.join(0.3)
+    assert handing.is_alive()  # five entries, room for two: the hand-over waits for the writes
+    cache.gate.set()
+    handing.join(30)
+    writes.close()
+    assert sorted(p.stem for p in tmp_path.rglob("*.stats")) == [f"{i}" * 64 for i in range(5)]
+
+
+def test_an_entry_written_in_short_pieces_is_the_same_bytes(tmp_path, llama_lm, monkeypatch):
+    stats = llama_lm.token_stats(random_texts(2, seed=11), cache=False)
+    whole = StatsCache(tmp_path / "whole")
+    whole.put_many([("e" * 64, stats[0]), ("f" * 64, stats[1])])
+    real = os.writev
+    calls = []
+
+    def short_writev(fd, buffers):  # a system that writes at most 7 bytes a call
+        calls.append(1)
+        first = next(bytes(b) for b in buffers if len(b))
+        return real(fd, [first[:7]])
+
+    monkeypatch.setattr(os, "writev", short_writev)
+    pieces = StatsCache(tmp_path / "pieces")
+    pieces.put_many([("e" * 64, stats[0]), ("f" * 64, stats[1])])
+    assert len(calls) > 20
+    assert entry_bytes(whole.root) == entry_bytes(pieces.root) and len(entry_bytes(whole.root)) == 2
+    again = pieces.get("e" * 64, stats[0].text)
+    assert (again.logprob == stats[0].logprob).all() and (again.token_ids == stats[0].token_ids).all()
+
+
+def test_a_folder_removed_after_the_first_write_is_made_again(tmp_path, llama_lm):
+    stats = llama_lm.token_stats(random_texts(1, seed=12), cache=False)[0]
+    cache = StatsCache(tmp_path)
+    cache.put("ab" + "0" * 62, stats)
+    shutil.rmtree(tmp_path / "ab")  # the instance remembers the folder; someone removed it
+    cache.put("ab" + "1" * 62, stats)
+    assert cache.get("ab" + "1" * 62, stats.text) is not None

@@ -2,6 +2,7 @@
 the same statistics as before, and costs memory per piece, not per text."""
 from __future__ import annotations
 
+import gc
 import json
 import random
 import subprocess
@@ -210,3 +211,20 @@ def test_tokenising_a_long_text_costs_memory_per_piece(tmp_path):
     result = json.loads(found.stdout.strip().splitlines()[-1])
     assert result["n_text_tokens"] > 1_500_000
     assert result["grew_mb"] < 400, result  # arrays: ~25 bytes a token (60 MB) plus one piece's encoding
+
+
+@pytest.mark.parametrize("was_on", [True, False])
+def test_tokenising_pauses_the_collector_and_leaves_it_as_it_was(was_on, monkeypatch):
+    seen = []
+    real = encoding._encode_texts
+    monkeypatch.setattr(encoding, "_encode_texts", lambda *a: seen.append(gc.isenabled()) or real(*a))
+    (gc.enable if was_on else gc.disable)()
+    try:
+        out = encoding.encode_texts(tiny_tokenizer(), ["a few words", "more words here"])
+        assert seen == [False] and gc.isenabled() == was_on and len(out) == 2
+        monkeypatch.setattr(encoding, "_encode_texts", lambda *a: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            encoding.encode_texts(tiny_tokenizer(), ["x"])
+        assert gc.isenabled() == was_on
+    finally:
+        gc.enable()

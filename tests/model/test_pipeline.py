@@ -131,3 +131,24 @@ def test_out_of_memory_while_launching_ahead_finishes_what_was_launched(llama_lm
     for a, b in zip(got, plain):
         for name in FIELDS:  # batch shapes differ: float32 rounding, as batched vs alone
             np.testing.assert_allclose(a[name], b[name], rtol=0, atol=1e-4)
+
+
+def test_texts_keep_their_batchs_read_only_rows_and_a_long_text_owns_its_joined_arrays(llama_lm):
+    long_text = " ".join(random_texts(40, seed=2, min_words=20, max_words=20))  # several windows
+    texts = random_texts(6, seed=13) + [long_text]
+    got = llama_lm.token_stats(texts, cache=False)
+    short, joined = got[:-1], got[-1]
+    for st in short:
+        for name in FIELDS:
+            array = getattr(st, name)
+            assert not array.flags.writeable  # texts share their batch's rows: none writes into another's
+            with pytest.raises(ValueError):
+                array[:1] = 0
+    bases = {id(st.logprob.base) for st in short}
+    assert len(bases) < len(short)  # views of their batches' rows, not a copy per text
+    assert joined.long_text == "sliding" and joined.logprob.flags.writeable and joined.logprob.base is None
+    alone = [llama_lm.token_stats([t], cache=False)[0] for t in texts]  # each text in a batch of its own
+    for a, b in zip(got, alone):  # the same numbers (to float32 rounding: batched matmuls round otherwise)
+        np.testing.assert_array_equal(a.token_ids, b.token_ids)
+        for name in FLOAT_STATS:
+            np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-5, atol=1e-5)
