@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import struct
+import sys
 import threading
 import uuid
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ SUFFIX = ".stats"
 OLD_SUFFIXES = (".npz",)
 #: First bytes of an entry, then the header's length (8 bytes, little-endian), the JSON header and the arrays.
 MAGIC = b"MIA-LENS-STATS-1\n"
+#: Native arrays are stored as they are on a little-endian machine (entries are little-endian).
+LITTLE_ENDIAN = sys.byteorder == "little"
 #: The array dtypes an entry may hold (anything else is an unreadable entry: a miss).
 DTYPES = ("<i8", "<f4", "<f8")
 
@@ -224,8 +227,9 @@ def _encode(arrays: dict[str, np.ndarray], meta: dict) -> tuple[bytes, list[np.n
     to write after it as they are (a long text's arrays are not copied into one buffer first)."""
     places, blobs, offset = [], [], 0
     for name, array in arrays.items():
-        array = np.ascontiguousarray(array)
-        array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        if not (array.flags.c_contiguous and array.dtype.isnative and LITTLE_ENDIAN):  # as stored already: no calls
+            array = np.ascontiguousarray(array)
+            array = array.astype(array.dtype.newbyteorder("<"), copy=False)
         places.append([name, array.dtype.str, list(array.shape), offset, array.nbytes])
         blobs.append(array)
         offset += array.nbytes
