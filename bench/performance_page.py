@@ -179,9 +179,15 @@ SPECS: dict[str, Spec] = {
         "the current number of rows per call."),
     "host-parts": Spec(
         "Where the host's time goes (CPU)",
-        "Milliseconds a text of each host part of `score_texts` on the CPU, from one profiled call; "
-        "`host_ms_per_text` is the host parts together, `before.*` the same figure for the tree before a change.",
-        ".venv/bin/python bench/host_parts.py --model smoke-1b"),
+        "Milliseconds a text of the host's parts of `score_texts` on the CPU (tokenising, the methods, assembling "
+        "`TokenStats`, splitting and padding batches, the cache's key, lookup and hand-over: every profiled part "
+        "but the model's batch), under cProfile; `before` is the same figure for an earlier tree measured in the "
+        "same call, the two sides alternating, each the median of its runs (older files: one run a side). "
+        "Issue 41's goal was after ÷ before ≤ 1/3 against ebfca80.",
+        ".venv/bin/python bench/host_parts.py --model smoke-1b --before DIR --repeats 5 --json out.json",
+        (("host_ms_per_text", "host ms/text"), ("before.host_ms_per_text", "host ms/text, earlier tree"),
+         ("after_over_before", "after ÷ before"), ("model_ms_per_text", "model's batch ms/text"),
+         ("runs", "profiled runs a side"))),
     "cache-writes": Spec(
         "Statistics-cache writes on a writer thread",
         "Seconds to score into an empty statistics cache with its entries written on a writer thread, written "

@@ -144,7 +144,7 @@ DOCS = TESTS.parent / "docs" / "methods.md"
 WHOLE = {"test_registry.py"}
 
 
-def tested_names() -> dict[str, set[str]]:
+def names_tested_by_file() -> dict[str, set[str]]:
     """Method names written as string literals inside `test_*` functions, by test file (tests/methods/)."""
     out = {}
     for path in sorted((TESTS / "methods").glob("test_*.py")):
@@ -164,5 +164,5 @@ def test_every_method_has_its_docs_section_and_a_test(name):
     """A method is one file plus its test and its docs section: a registration without them fails CI."""
     sections = {line[3:].strip() for line in DOCS.read_text().splitlines() if line.startswith("## ")}
     assert name in sections, f"docs/methods.md has no '## {name}' section"
-    files = [f for f, names in tested_names().items() if name in names]
+    files = [f for f, names in names_tested_by_file().items() if name in names]
     assert files, f"no test in tests/methods/ names {name!r} (add tests/methods/test_{name}.py against an oracle)"
