@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -91,6 +92,7 @@ def measure(tree: Path, model: str, n_texts: int, inline_writes: bool) -> dict:
             lm = G.random_llama(model.replace("smoke", "llama"), G.bench_tokenizer(True), torch.device("cpu"),
                                 torch.bfloat16, True, StatsCache(os.path.join(tmp, "smoke")))
         lm.writes_behind = not inline_writes
+        writer = writer_clock(StatsCache)
         texts = G.wiki_like(n_texts)
         freq = mia_core.build_frequency_table(lm.tokenizer, texts, vocab_size=lm.vocab_width)
 
@@ -99,13 +101,34 @@ def measure(tree: Path, model: str, n_texts: int, inline_writes: bool) -> dict:
             return mia_core.score_texts(lm, texts, G.STATS_ONLY, freq=freq)
 
         run()  # warm
+        writer.clear()
         profile = cProfile.Profile()
         start = time.perf_counter()
         profile.enable()
         run()
         profile.disable()
         total = time.perf_counter() - start
-    return {"texts": len(texts), "total_s": total, "parts_s": part_seconds(profile), "load": load_average()}
+    return {"texts": len(texts), "total_s": total, "parts_s": part_seconds(profile), "writer_cpu_s": sum(writer),
+            "load": load_average()}
+
+
+def writer_clock(cache_class) -> list[float]:
+    """CPU seconds of each `put` made off the main thread (the writer thread, which cProfile does not see), as a
+    list the caller reads and clears: wraps the tree's `StatsCache.put`, which every tree's writer calls."""
+    seconds: list[float] = []
+    put = cache_class.put
+
+    def timed_put(self, key, stats):
+        if threading.current_thread() is threading.main_thread():
+            return put(self, key, stats)
+        start = time.thread_time()
+        try:
+            return put(self, key, stats)
+        finally:
+            seconds.append(time.thread_time() - start)
+
+    cache_class.put = timed_put
+    return seconds
 
 
 def child_run(tree: Path, args: argparse.Namespace) -> dict:
@@ -130,6 +153,7 @@ def medians(runs: list[dict]) -> dict:
             "host_ms_per_text_each_run": [round(1e3 * h / n, 4) for h in host],
             "model_ms_per_text": 1e3 * statistics.median(model) / n,
             "host_over_model": statistics.median(h / m for h, m in zip(host, model)),
+            "writer_thread_cpu_ms_per_text": 1e3 * statistics.median(run["writer_cpu_s"] for run in runs) / n,
             "loads": [run["load"] for run in runs]}
 
 
@@ -141,6 +165,8 @@ def show(side: str, model: str, summary: dict) -> None:
         print(f"  {name:52s} {parts[name]:9.3f} ms a text")
     print(f"  {'the host parts above, together':52s} {summary['host_ms_per_text']:9.3f} ms a text "
           f"(each run: {', '.join(f'{h:.3f}' for h in summary['host_ms_per_text_each_run'])})")
+    print(f"  {'beside them: the writer thread (CPU, not profiled)':52s} "
+          f"{summary['writer_thread_cpu_ms_per_text']:9.3f} ms a text")
 
 
 def main() -> None:

@@ -30,9 +30,11 @@ PLAIN_HEAD_TYPES = frozenset(
 #: Rows of logits computed per head matmul: the head's weight (vocab × hidden) is streamed once per
 #: chunk, so chunks must be large; the scratch is bounded by rows × vocab × 4 bytes (100 MB at 49k).
 HEAD_CHUNK_ROWS = 512
-#: Rows reduced at once on the CPU: at least this many, and as many as fit `REDUCE_CHUNK_ELEMENTS` float32 logits
-#: (2 MiB: the temporaries stay in the CPU's cache, and a narrow vocabulary is not reduced 64 rows per call).
-REDUCE_CHUNK_ROWS = 64
+#: Rows reduced at once on the CPU: as many as fit `REDUCE_CHUNK_ELEMENTS` float32 logits (2 MiB: the reduction's
+#: temporaries stay in the CPU's cache, and a narrow vocabulary is not reduced a few rows per call), at least this
+#: many. At 64 (before) a 49k vocabulary's chunk was 12 MiB a temporary and the reduction 2.6× slower
+#: (bench/reduce_rows.py).
+REDUCE_CHUNK_ROWS = 8
 REDUCE_CHUNK_ELEMENTS = 1 << 19
 #: The statistics a batch yields: floating-point ones (float32; float64 for float64 models), then the integer ones.
 FLOAT_STATS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")

@@ -158,7 +158,8 @@ def test_head_logits_on_cpu_are_the_float32_linear_head(llama_lm):
 
 @pytest.mark.parametrize("vocab", [300, 1000, 49152])
 def test_cpu_reduction_chunks_by_the_vocabulary_width_and_gives_the_same_bits_as_64_rows_at_a_time(monkeypatch, vocab):
-    step = max(64, forward.REDUCE_CHUNK_ELEMENTS // vocab)
+    step = max(forward.REDUCE_CHUNK_ROWS, forward.REDUCE_CHUNK_ELEMENTS // vocab)
+    assert step * vocab <= forward.REDUCE_CHUNK_ELEMENTS or step == forward.REDUCE_CHUNK_ROWS  # 2 MiB, or 8 rows
     rows = 2 * step + 5  # two whole chunks and a short one
     logits = torch.randn(rows, vocab, generator=torch.Generator().manual_seed(vocab)) * 4
     targets = torch.randint(0, vocab, (rows,), generator=torch.Generator().manual_seed(1))
@@ -168,9 +169,10 @@ def test_cpu_reduction_chunks_by_the_vocabulary_width_and_gives_the_same_bits_as
     got = forward.reduce_rows(logits, targets)
     assert calls == [step, step, 5]
     calls.clear()
-    monkeypatch.setattr(forward, "REDUCE_CHUNK_ELEMENTS", 0)  # the rule before: 64 rows at a time
+    monkeypatch.setattr(forward, "REDUCE_CHUNK_ELEMENTS", 0)  # the rule before at a wide vocabulary: 64 rows at a time
+    monkeypatch.setattr(forward, "REDUCE_CHUNK_ROWS", 64)
     before = forward.reduce_rows(logits, targets)
-    assert set(calls[:-1]) == {64}
+    assert all(n == 64 for n in calls[:-1]) and 0 < calls[-1] <= 64 and sum(calls) == rows
     for name in FIELDS:
         assert torch.equal(got[name], before[name]), name
 
