@@ -157,6 +157,17 @@ def medians(runs: list[dict]) -> dict:
             "loads": [run["load"] for run in runs]}
 
 
+def rounded(value):
+    """Figures to 4 decimals below 1 and 3 above (the runs' spread is far wider), nested as they come."""
+    if isinstance(value, float):
+        return round(value, 4 if abs(value) < 1 else 3)
+    if isinstance(value, dict):
+        return {key: rounded(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [rounded(inner) for inner in value]
+    return value
+
+
 def show(side: str, model: str, summary: dict) -> None:
     """Print one side's parts, the model's batch first, then the rest largest first."""
     parts = summary["parts_ms_per_text"]
@@ -191,7 +202,7 @@ def main() -> None:
         order = list(sides) if repeat % 2 == 0 else list(reversed(sides))  # alternate: neither side always first
         for side in order:
             runs[side].append(child_run(sides[side], args))
-    summaries = {side: medians(found) for side, found in runs.items()}
+    summaries = {side: rounded(medians(found)) for side, found in runs.items()}
     for side in reversed(list(sides)):
         show(side, args.model, summaries[side])
     print(f"load average: {load_average()}")
@@ -205,7 +216,7 @@ def main() -> None:
         write_result(args.json, "host-parts", results, load_before=started,
                      note="host_ms_per_text: the host's parts together (every part but the model's batch), the "
                           "median over the runs; the profiler's cumulative seconds (its overhead included)"
-                          + (f"; before: the tree at {args.before}" if args.before else ""))
+                          + (f"; before: the tree at {args.before}." if args.before else "."))
     print(f"ratio={ratio:.3f}")
 
 

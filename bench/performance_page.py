@@ -175,18 +175,23 @@ SPECS: dict[str, Spec] = {
          ("max_score_diff", "max |Δ score|"))),
     "cpu-reduce-rows": Spec(
         "The CPU reduction's rows per call",
-        "Milliseconds of one reduction call on a 512-row head chunk and seconds of arm (b), with the earlier and "
-        "the current number of rows per call."),
+        "Milliseconds of `reduce_rows` on a 512-row head chunk (and seconds of arm (b), or of the demo's "
+        "`token_stats`), with the earlier and the current number of rows per call, alternating in one process; "
+        "`same_bits`: the statistics are identical.",
+        ".venv/bin/python bench/reduce_rows.py --repeats 15 --demo-texts 40 --json out.json"),
     "host-parts": Spec(
         "Where the host's time goes (CPU)",
         "Milliseconds a text of the host's parts of `score_texts` on the CPU (tokenising, the methods, assembling "
         "`TokenStats`, splitting and padding batches, the cache's key, lookup and hand-over: every profiled part "
-        "but the model's batch), under cProfile; `before` is the same figure for an earlier tree measured in the "
+        "but the model's batch), under cProfile; beside them, the CPU time of the writer thread (which writes the "
+        "cache entries and which the profiler does not see); `before` is the same figure for an earlier tree measured in the "
         "same call, the two sides alternating, each the median of its runs (older files: one run a side). "
         "Issue 41's goal was after ÷ before ≤ 1/3 against ebfca80.",
         ".venv/bin/python bench/host_parts.py --model smoke-1b --before DIR --repeats 5 --json out.json",
         (("host_ms_per_text", "host ms/text"), ("before.host_ms_per_text", "host ms/text, earlier tree"),
          ("after_over_before", "after ÷ before"), ("model_ms_per_text", "model's batch ms/text"),
+         ("writer_thread_cpu_ms_per_text", "writer thread CPU ms/text"),
+         ("before.writer_thread_cpu_ms_per_text", "writer thread CPU ms/text, earlier tree"),
          ("runs", "profiled runs a side"))),
     "cache-writes": Spec(
         "Statistics-cache writes on a writer thread",
