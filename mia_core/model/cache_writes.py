@@ -10,7 +10,6 @@ thread at its next `put` or at `close`, the same error that a write on the calle
 from __future__ import annotations
 
 import threading
-from functools import partial
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .stats_cache import StatsCache
@@ -44,14 +43,31 @@ class WriteBehind:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mia-cache-write")
         for start in range(0, len(entries), self.max_pending):  # a task never holds more room than there is
             part = entries[start : start + self.max_pending]
-            for _ in part:
-                self._room.acquire()
+            taken = 0
             try:
-                self._pool.submit(self.cache.put_many, part).add_done_callback(partial(self._written, len(part)))
-            except BaseException:
                 for _ in part:
+                    self._room.acquire()
+                    taken += 1
+                self._pool.submit(self._write, part).add_done_callback(self._written)
+            except BaseException:
+                for _ in range(taken):
                     self._room.release()
                 raise
+
+    def _write(self, entries: list[tuple[str, TokenStats]]) -> None:
+        """Write entries in order on the writer thread, giving room back entry by entry (a waiting `put_many` goes
+        on after one write, not after its whole part); the first failure ends the part, its room given back."""
+        given = 0
+        try:
+            for key, stats in entries:
+                try:
+                    self.cache.put(key, stats)
+                finally:
+                    self._room.release()
+                    given += 1
+        finally:
+            for _ in range(len(entries) - given):
+                self._room.release()
 
     def close(self) -> None:
         """Wait until every queued entry is written; raises the first failed write's error."""
@@ -64,9 +80,7 @@ class WriteBehind:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _written(self, count: int, future: Future) -> None:
-        for _ in range(count):
-            self._room.release()
+    def _written(self, future: Future) -> None:
         error = future.exception()
         if error is not None and self._error is None:
             self._error = error

@@ -35,6 +35,8 @@ HEAD_CHUNK_ROWS = 512
 #: many. At 64 (before) a 49k vocabulary's chunk was 12 MiB a temporary and the reduction 2.6× slower
 #: (bench/reduce_rows.py).
 REDUCE_CHUNK_ROWS = 8
+#: Elsewhere (CUDA without the fused kernel, float64, MPS): at least this many rows, a quarter of the block per call.
+DEVICE_REDUCE_CHUNK_ROWS = 64
 REDUCE_CHUNK_ELEMENTS = 1 << 19
 #: The statistics a batch yields: floating-point ones (float32; float64 for float64 models), then the integer ones.
 FLOAT_STATS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
@@ -161,7 +163,7 @@ def reduce_rows(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.
     if logits.device.type == "cpu":
         step = max(REDUCE_CHUNK_ROWS, REDUCE_CHUNK_ELEMENTS // max(1, logits.shape[1]))
     else:
-        step = max(REDUCE_CHUNK_ROWS, logits.shape[0] // 4)
+        step = max(DEVICE_REDUCE_CHUNK_ROWS, logits.shape[0] // 4)
     parts: dict[str, list[torch.Tensor]] = {}
     for sub in range(0, logits.shape[0], step):
         for key, value in reduce_logits(logits[sub : sub + step], targets[sub : sub + step]).items():

@@ -18,10 +18,13 @@ def text_sha256(text: str) -> str:
 def tokenizer_fingerprint(tokenizer) -> str:
     """Hash of a tokenizer's full definition (vocabulary, merges, normalizer, special tokens).
 
-    Remembered per tokenizer object and size (a 128k vocabulary's definition takes 30–40 ms to write out, and a
-    scoring call checks its frequency table twice): a token added in place changes the size, so it is hashed again.
+    Remembered per tokenizer object, its size and its added tokens (a 128k vocabulary's definition takes 30–40 ms to
+    write out, and a scoring call checks its frequency table twice): a token added, or an existing one made special,
+    in place is hashed again. A normaliser or post-processor swapped in place after first use is not seen, as the
+    model's own fingerprint, taken when it is loaded, does not see it either.
     """
-    size = len(tokenizer) if hasattr(tokenizer, "__len__") else None
+    size = (len(tokenizer) if hasattr(tokenizer, "__len__") else None,
+            len(getattr(tokenizer, "added_tokens_decoder", None) or ()))
     try:
         known = _FINGERPRINTS.get(tokenizer)
     except TypeError:  # an object that cannot be weakly referenced: hashed every time

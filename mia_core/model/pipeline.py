@@ -45,7 +45,7 @@ Progress = Callable[[int, int], None]
 @dataclass(frozen=True)
 class FinishedBatch:
     """The statistics of one batch's segments: `stats[j]` belongs to `segments[indices[j]]` (arrays no other batch
-    shares, which a text may keep as they are); `budget` is the token budget the batch was packed under (smaller
+    shares, which a text may keep as they are: a text's views keep its whole batch's rows alive); `budget` is the token budget the batch was packed under (smaller
     than asked after out-of-memory halving)."""
 
     indices: list[int]
@@ -106,7 +106,7 @@ def _finish(job: _Launched) -> list[dict[str, np.ndarray]]:
     if job.ready is not None:
         job.ready.synchronize()
     floats, ints = job.floats.numpy(), job.ints.numpy()
-    if job.floats.is_pinned():
+    if job.ready is not None:  # copied back from CUDA into pinned memory (`_to_host`)
         floats, ints = floats.copy(), ints.copy()
     rows = [*floats, *ints]  # one (n,) row per statistic
     for row in rows:

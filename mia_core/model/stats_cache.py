@@ -11,6 +11,7 @@ capped (`$MIA_LENS_CACHE_MAX_MB`): past the cap the least recently used entries 
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -160,10 +161,15 @@ class StatsCache:
             os.makedirs(folder, exist_ok=True)
             self._folders.add(folder)
         try:
-            _write(tmp, head, blobs)
-        except FileNotFoundError:  # the folder was removed meanwhile (by hand, or another process)
-            os.makedirs(folder, exist_ok=True)
-            _write(tmp, head, blobs)
+            try:
+                _write(tmp, head, blobs)
+            except FileNotFoundError:  # the folder was removed meanwhile (by hand, or another process)
+                os.makedirs(folder, exist_ok=True)
+                _write(tmp, head, blobs)
+        except BaseException:  # a full disk, say: no half-written temporary file is left
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         try:
             os.replace(tmp, path)
         except FileNotFoundError:  # `clear` ran meanwhile: the entry is simply not cached
@@ -227,7 +233,8 @@ def _encode(arrays: dict[str, np.ndarray], meta: dict) -> tuple[bytes, list[np.n
     to write after it as they are (a long text's arrays are not copied into one buffer first)."""
     places, blobs, offset = [], [], 0
     for name, array in arrays.items():
-        if not (array.flags.c_contiguous and array.dtype.isnative and LITTLE_ENDIAN):  # as stored already: no calls
+        if not (isinstance(array, np.ndarray) and array.ndim and array.flags.c_contiguous and array.dtype.isnative
+                and LITTLE_ENDIAN):  # else converted; a native little-endian array is stored as it is
             array = np.ascontiguousarray(array)
             array = array.astype(array.dtype.newbyteorder("<"), copy=False)
         places.append([name, array.dtype.str, list(array.shape), offset, array.nbytes])

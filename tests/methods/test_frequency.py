@@ -227,3 +227,7 @@ def test_a_tokenizers_fingerprint_is_written_out_once_and_again_after_a_token_is
     assert changed != first and len(written) == 1  # a new size: written out and hashed again
     monkeypatch.undo()
     assert changed == tokenizer_fingerprint(copy.deepcopy(own))  # the same definition, a fresh object: same hash
+    size = len(own)
+    own.add_special_tokens({"additional_special_tokens": [own.convert_ids_to_tokens(7)]})  # made special in place
+    assert len(own) == size and tokenizer_fingerprint(own) not in (changed, first)
+    assert tokenizer_fingerprint(own) == tokenizer_fingerprint(copy.deepcopy(own))

@@ -158,3 +158,48 @@ def test_a_folder_removed_after_the_first_write_is_made_again(tmp_path, llama_lm
     shutil.rmtree(tmp_path / "ab")  # the instance remembers the folder; someone removed it
     cache.put("ab" + "1" * 62, stats)
     assert cache.get("ab" + "1" * 62, stats.text) is not None
+
+
+class SteppedCache(StatsCache):
+    """A real cache whose write of each key waits for that key's gate."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.gates: dict[str, threading.Event] = {}
+
+    def put(self, key, stats):
+        assert self.gates.setdefault(key, threading.Event()).wait(30)
+        super().put(key, stats)
+
+
+def test_room_comes_back_entry_by_entry_not_a_whole_part_at_a_time(tmp_path, llama_lm):
+    stats = llama_lm.token_stats(random_texts(3, seed=13), cache=False)
+    a, b, c = ("a" * 64, "b" * 64, "c" * 64)
+    cache = SteppedCache(tmp_path)
+    for key in (a, b, c):
+        cache.gates[key] = threading.Event()
+    writes = WriteBehind(cache, max_pending=2)
+    writes.put_many([(a, stats[0]), (b, stats[1])])  # all the room
+    third = threading.Thread(target=writes.put_many, args=([(c, stats[2])],))
+    third.start()
+    third.join(0.3)
+    assert third.is_alive()
+    cache.gates[a].set()  # one entry written: its room is back though b still waits
+    third.join(30)
+    assert not third.is_alive() and not cache.gates[b].is_set()
+    cache.gates[b].set()
+    cache.gates[c].set()
+    writes.close()
+    assert sorted(p.stem for p in tmp_path.rglob("*.stats")) == [a, b, c]
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path, llama_lm, monkeypatch):
+    stats = llama_lm.token_stats(random_texts(1, seed=14), cache=False)[0]
+
+    def full_disk(fd, buffers):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "writev", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        StatsCache(tmp_path).put("ab" * 32, stats)
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
