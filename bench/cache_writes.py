@@ -23,18 +23,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu as G  # noqa: E402  (bench/gpu.py: the workloads, the smoke models, the arms)
+from host_parts import cpu_model  # noqa: E402  (the same models as the per-part profile)
 
 import mia_core  # noqa: E402
 from mia_core.model.stats_cache import StatsCache  # noqa: E402
 
 
 def load(name: str, tmp: str):
-    """`demo` (real weights, float32) or a smoke Llama of bench/gpu.py (bf16, random, built from a config): the
-    models of bench/host_parts.py."""
-    if name == "demo":
-        return mia_core.load_model("demo", device="cpu")
-    return G.random_llama(name.replace("smoke", "llama"), G.bench_tokenizer(True), torch.device("cpu"), torch.bfloat16,
-                          True, StatsCache(os.path.join(tmp, "smoke")))
+    """The models of bench/host_parts.py, from this checkout."""
+    return cpu_model(name, tmp, G, mia_core, StatsCache, torch)
 
 
 ARMS = {"writer thread": (True, None), "inline writes": (False, None), "cache keeps nothing": (True, 0)}

@@ -86,11 +86,7 @@ def measure(tree: Path, model: str, n_texts: int, inline_writes: bool) -> dict:
     StatsCache = importlib.import_module("mia_core.model.stats_cache").StatsCache
     torch = importlib.import_module("torch")
     with tempfile.TemporaryDirectory() as tmp:
-        if model == "demo":  # real weights, float32
-            lm = mia_core.load_model("demo", device="cpu")
-        else:  # a smoke Llama of bench/gpu.py (bf16, random, built from a config)
-            lm = G.random_llama(model.replace("smoke", "llama"), G.bench_tokenizer(True), torch.device("cpu"),
-                                torch.bfloat16, True, StatsCache(os.path.join(tmp, "smoke")))
+        lm = cpu_model(model, tmp, G, mia_core, StatsCache, torch)
         lm.writes_behind = not inline_writes
         writer = writer_clock(StatsCache)
         texts = G.wiki_like(n_texts)
@@ -110,6 +106,15 @@ def measure(tree: Path, model: str, n_texts: int, inline_writes: bool) -> dict:
         total = time.perf_counter() - start
     return {"texts": len(texts), "total_s": total, "parts_s": part_seconds(profile), "writer_cpu_s": sum(writer),
             "load": load_average()}
+
+
+def cpu_model(name: str, tmp: str, G, mia_core, StatsCache, torch):
+    """`demo` (real weights, float32) or a smoke Llama of bench/gpu.py (bf16, random, built from a config), on the
+    CPU, from the modules given (a tree's own, in `measure`)."""
+    if name == "demo":
+        return mia_core.load_model("demo", device="cpu")
+    return G.random_llama(name.replace("smoke", "llama"), G.bench_tokenizer(True), torch.device("cpu"), torch.bfloat16,
+                          True, StatsCache(os.path.join(tmp, "smoke")))
 
 
 def writer_clock(cache_class) -> list[float]:

@@ -32,8 +32,8 @@ PLAIN_HEAD_TYPES = frozenset(
 HEAD_CHUNK_ROWS = 512
 #: Rows reduced at once on the CPU: as many as fit `REDUCE_CHUNK_ELEMENTS` float32 logits (2 MiB: the reduction's
 #: temporaries stay in the CPU's cache, and a narrow vocabulary is not reduced a few rows per call), at least this
-#: many. At 64 (before) a 49k vocabulary's chunk was 12 MiB a temporary and the reduction 2.6× slower
-#: (bench/reduce_rows.py).
+#: many. At 64 (before) a 49k vocabulary's chunk was 12 MiB a temporary; bench/reduce_rows.py measured the reduction
+#: at 0.74–1.00 of that time at 49,152 and 0.82 at 128,256 (docs/performance.md).
 REDUCE_CHUNK_ROWS = 8
 #: Elsewhere (CUDA without the fused kernel, float64, MPS): at least this many rows, a quarter of the block per call.
 DEVICE_REDUCE_CHUNK_ROWS = 64
@@ -41,6 +41,8 @@ REDUCE_CHUNK_ELEMENTS = 1 << 19
 #: The statistics a batch yields: floating-point ones (float32; float64 for float64 models), then the integer ones.
 FLOAT_STATS = ("logprob", "mu", "sigma", "top1_logprob", "entropy")
 INT_STATS = ("top1_id", "rank")
+#: All of them, in the order of the rows `batch_stats` returns.
+STATS_NAMES = (*FLOAT_STATS, *INT_STATS)
 #: On CUDA, float32 logits per head chunk (1 GiB of scratch): big matmuls, few launches.
 CUDA_HEAD_CHUNK_ELEMENTS = 1 << 28
 #: A batch that holds a quarter of its budget takes no text shorter than this share of its width

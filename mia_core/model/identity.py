@@ -23,13 +23,13 @@ def tokenizer_fingerprint(tokenizer) -> str:
     in place is hashed again. A normaliser or post-processor swapped in place after first use is not seen, as the
     model's own fingerprint, taken when it is loaded, does not see it either.
     """
-    size = (len(tokenizer) if hasattr(tokenizer, "__len__") else None,
-            len(getattr(tokenizer, "added_tokens_decoder", None) or ()))
+    shape = (len(tokenizer) if hasattr(tokenizer, "__len__") else None,
+             len(getattr(tokenizer, "added_tokens_decoder", None) or ()))
     try:
         known = _FINGERPRINTS.get(tokenizer)
     except TypeError:  # an object that cannot be weakly referenced: hashed every time
         known = None
-    if known is not None and known[0] == size:
+    if known is not None and known[0] == shape:
         return known[1]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
@@ -38,13 +38,13 @@ def tokenizer_fingerprint(tokenizer) -> str:
         payload = json.dumps(tokenizer.get_vocab(), sort_keys=True)
     fingerprint = hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
     try:
-        _FINGERPRINTS[tokenizer] = (size, fingerprint)
+        _FINGERPRINTS[tokenizer] = (shape, fingerprint)
     except TypeError:
         pass
     return fingerprint
 
 
-#: tokenizer → (its size when hashed, its fingerprint); an entry goes with its tokenizer.
+#: tokenizer → (its size and added tokens' count when hashed, its fingerprint); an entry goes with its tokenizer.
 _FINGERPRINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 

@@ -26,12 +26,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .forward import FLOAT_STATS, INT_STATS, Segment, batch_arrays, batch_stats, pack_batches, plain_head
+from .forward import STATS_NAMES, Segment, batch_arrays, batch_stats, pack_batches, plain_head
 from .device_mask import causal_padding_mask, takes_device_mask
 from .placement import input_device
 
-#: The statistics of a segment, in the order of the rows `batch_stats` returns (floats, then ints).
-STATS_NAMES = (*FLOAT_STATS, *INT_STATS)
 #: Batches launched on a CUDA device beyond the one the host is finishing (1: the device always has the next).
 LOOKAHEAD = 1
 #: When launching ahead, the last batch is cut into pieces of 1/2, 1/4, … of its segments (this many cuts, while a
@@ -45,8 +43,8 @@ Progress = Callable[[int, int], None]
 @dataclass(frozen=True)
 class FinishedBatch:
     """The statistics of one batch's segments: `stats[j]` belongs to `segments[indices[j]]` (arrays no other batch
-    shares, which a text may keep as they are: a text's views keep its whole batch's rows alive); `budget` is the token budget the batch was packed under (smaller
-    than asked after out-of-memory halving)."""
+    shares, which a text may keep as they are: a text's views keep its whole batch's rows alive); `budget` is the
+    token budget the batch was packed under (smaller than asked after out-of-memory halving)."""
 
     indices: list[int]
     stats: list[dict[str, np.ndarray]]
@@ -60,8 +58,8 @@ class _Launched:
     indices: list[int]
     counts: np.ndarray  # (b,) scored tokens per segment
     fed: int  # tokens fed (for progress)
-    floats: torch.Tensor  # (len(FLOAT_STATS), rows), on the host
-    ints: torch.Tensor  # (len(INT_STATS), rows), on the host
+    floats: torch.Tensor  # (len(forward.FLOAT_STATS), rows), on the host
+    ints: torch.Tensor  # (len(forward.INT_STATS), rows), on the host
     ready: torch.cuda.Event | None
 
 

@@ -17,15 +17,14 @@ from ..paths import cache_root
 from .boundary import boundary_token_id
 from .cache_writes import WriteBehind
 from .encoding import encode_texts
-from .forward import split_windows
+from .forward import INT_STATS, STATS_NAMES, split_windows
 from .pipeline import FinishedBatch, Wave
 from .policy import StatsPolicy
 from .stats_cache import StatsCache
 from .text_windows import TextWindows
 
 #: The statistics of a text with nothing scored (shared, so read-only).
-_NOTHING_SCORED = {name: np.empty(0, np.int64 if name in ("top1_id", "rank") else np.float32)
-                   for name in ("logprob", "mu", "sigma", "top1_id", "top1_logprob", "entropy", "rank")}
+_NOTHING_SCORED = {name: np.empty(0, np.int64 if name in INT_STATS else np.float32) for name in STATS_NAMES}
 for _array in _NOTHING_SCORED.values():
     _array.flags.writeable = False
 
@@ -265,13 +264,7 @@ class StatsModel:
             token_ids=scored_ids,
             tokens=TokenStrings(text, spans, names),
             offsets=spans,
-            logprob=joined.get("logprob", _NOTHING_SCORED["logprob"]),
-            mu=joined.get("mu", _NOTHING_SCORED["mu"]),
-            sigma=joined.get("sigma", _NOTHING_SCORED["sigma"]),
-            top1_id=joined.get("top1_id", _NOTHING_SCORED["top1_id"]),
-            top1_logprob=joined.get("top1_logprob", _NOTHING_SCORED["top1_logprob"]),
-            entropy=joined.get("entropy", _NOTHING_SCORED["entropy"]),
-            rank=joined.get("rank", _NOTHING_SCORED["rank"]),
+            **{name: joined.get(name, empty) for name, empty in _NOTHING_SCORED.items()},
             bos_policy=common.bos,
             boundary_token=common.boundary_str,
             first_token_scored=first_token_scored,
