@@ -214,6 +214,16 @@ SPECS: dict[str, Spec] = {
         "alternating runs, in seconds; ratio = page ÷ CLI).",
         ".venv/bin/python bench/audit_page.py --json out.json",
         (("snippets", "snippets"), ("cli_s", "CLI s"), ("page_s", "page s"), ("ratio_page_over_cli", "page ÷ CLI"))),
+    "audit-page-open": Spec(
+        "The Book audit page opening",
+        "Seconds from a click on Book audit in the menu of a warmed server to the page's Run button in headless "
+        "Chromium (bound: 5 s), the first time with the model's speed still measured in the background; CPU "
+        "seconds Chromium and the server spent on an open. Busy loops stand in for a parallel test worker.",
+        ".venv/bin/python bench/audit_page_open.py --repeats 5 [--busy 2] --json out.json",
+        (("median_open_s", "open s (median)"), ("max_open_s", "open s (max)"),
+         ("ratio_median_over_bound", "÷ 5 s bound"), ("first_estimate_later", "first open: estimate follows"),
+         ("first_estimate_s", "first open: estimate after s"), ("chromium_cpu_s", "Chromium CPU s"),
+         ("server_cpu_s", "server CPU s"))),
     "ray-scale": Spec(
         "Ray against the local backend",
         "Audit throughput (snippets per second) of the local backend and of Ray with 2 CPU actors on one machine; "

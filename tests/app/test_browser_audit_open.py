@@ -1,13 +1,13 @@
-"""The Book audit page opens at once: the model's speed (for the time estimate) is measured in the background, so the
-page's inputs and its Run button show within 5 s of choosing it in the menu of a running server, and the estimate follows.
+"""The Book audit page opens before the model's speed is known: the speed (for the time estimate) is measured in the
+background, so when the page's Run button is drawn in a real browser the page says the estimate follows, and the
+estimate comes once the measurement is back (the page reruns itself).
 
-The server is warmed first as any running dashboard is (the audit page's modules imported and the demo plays read in
-another session, under demo-known; the demo model loaded), so the time is the page's own, not the server's first
-imports. tests/app/test_audit_progress.py checks with a slow measurement that the page never waits for it."""
+Its session chooses demo-known, whose speed no other test on the shared server measures (they open the audit page
+under demo), so the speed is unknown when the page opens. How long the page takes to open is not timed here (a
+parallel suite's load makes any bound flaky): `bench/audit_page_open.py` measures it against the 5 s the dashboard
+promises. tests/app/test_audit_progress.py checks with a slow measurement that the page never waits for it."""
 from __future__ import annotations
 
-import re
-import time
 from pathlib import Path
 
 import pytest
@@ -17,8 +17,11 @@ from tests.app.test_browser import CHROMIUM
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
 
-#: How long the page may take to show its inputs and Run button (the bound the dashboard promises).
-OPEN_S = 5.0
+#: The page's text at the moment its Run button is first drawn (one snapshot, so no rerun comes in between).
+TEXT_AT_RUN_BUTTON = """() => {
+  const run = [...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Run audit');
+  return run ? document.body.innerText : null;
+}"""
 
 
 def test_the_audit_page_opens_before_the_speed_is_known(server):
@@ -27,21 +30,15 @@ def test_the_audit_page_opens_before_the_speed_is_known(server):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         try:
-            warm = browser.new_page()
-            warm.goto(f"{server}/audit?model=demo-known", timeout=120_000)
-            warm.get_by_text("Loaded demo-known").first.wait_for(timeout=180_000)
-            warm.goto(server, timeout=120_000)  # the default model, demo, loaded too
-            warm.get_by_text("Loaded demo", exact=True).first.wait_for(timeout=180_000)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(server, timeout=120_000)  # a new session, its page drawn: then the audit page from the menu
-            page.get_by_text("Start here").wait_for(timeout=120_000)
-            started = time.monotonic()
+            page.goto(f"{server}/?model=demo-known", timeout=120_000)
+            page.get_by_text("Loaded demo-known").first.wait_for(timeout=180_000)
             page.get_by_role("link", name="Book audit").first.click()
-            page.get_by_role("button", name="Run audit").wait_for(timeout=60_000)
-            opened = time.monotonic() - started
-            assert opened < OPEN_S, f"the audit page took {opened:.1f} s to show its Run button"
-            # then the estimate (once the speed is measured, in the background) or its placeholder while measuring
-            page.get_by_text(re.compile(r"^Estimate: \d|the time estimate follows|the time estimate comes once")) \
-                .first.wait_for(timeout=180_000)
+            text = page.wait_for_function(TEXT_AT_RUN_BUTTON, timeout=120_000, polling="raf").json_value()
+            assert "Estimate: " not in text, "the page drew the estimate with its Run button: it waited for the speed"
+            assert "the time estimate follows in a moment (measuring demo-known's speed" in text, text[-2000:]
+            page.get_by_text("Estimate: ").first.wait_for(timeout=300_000)  # the measurement back, the page redrawn
+            estimate = page.get_by_text("Estimate: ").first.inner_text()
+            assert "demo-known on this machine, measured once" in estimate, estimate
         finally:
             browser.close()
