@@ -31,7 +31,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import torch
 from envelope import load as load_average, write_result
@@ -90,53 +92,64 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextmanager
+def dashboard(folder: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A dashboard server on a free port with its own store and cache (`fresh_env`), its log in `folder`; yields
+    (its URL, its environment) and stops it on leaving."""
+    env, port = fresh_env(folder), free_port()
+    with (folder / "server.log").open("w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                                   "--server.port", str(port), "--server.address", "127.0.0.1",
+                                   "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            yield f"http://127.0.0.1:{port}", env
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def goto_when_listening(page, url: str, wait_s: float = 120.0) -> None:
+    """Open `url` in the browser page, trying again while the new server is not listening yet."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            page.goto(url, timeout=120_000)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
 def page_run(folder: Path, per_book: int, timeout_s: float) -> dict:
     """The Book audit page in headless Chromium on a fresh server: Run audit clicked, the page kept open until done."""
     from playwright.sync_api import sync_playwright  # optional: only this path needs a browser
 
-    env, port = fresh_env(folder), free_port()
-    log = (folder / "server.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                               "--server.port", str(port), "--server.address", "127.0.0.1",
-                               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-            page = browser.new_page(viewport={"width": 1400, "height": 1100})
-            deadline = time.monotonic() + 120
-            while True:  # the server needs a few seconds to listen
-                try:
-                    page.goto(f"http://127.0.0.1:{port}/audit", timeout=120_000)
-                    break
-                except Exception:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(1.0)
-            box = page.get_by_role("spinbutton", name=MAX_LABEL)
-            box.wait_for(timeout=180_000)
-            box.fill(str(per_book))
-            box.press("Enter")
-            page.wait_for_timeout(2000)
-            button = page.get_by_role("button", name=RUN_LABEL)
-            button.wait_for(timeout=180_000)
-            start = time.perf_counter()
-            button.click()
-            done = time.monotonic() + timeout_s
-            while True:  # the browser stays on the page (its fragment polls) while the store is read every 10 s
-                try:
-                    seconds, n = scoring_seconds(Path(env["MIA_LENS_STORE"]))
-                    break
-                except TimeoutError:
-                    if time.monotonic() > done:
-                        raise
-                    page.wait_for_timeout(10_000)
-            wall = time.perf_counter() - start
-            browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+    with dashboard(folder) as (url, env), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        goto_when_listening(page, f"{url}/audit")
+        box = page.get_by_role("spinbutton", name=MAX_LABEL)
+        box.wait_for(timeout=180_000)
+        box.fill(str(per_book))
+        box.press("Enter")
+        page.wait_for_timeout(2000)
+        button = page.get_by_role("button", name=RUN_LABEL)
+        button.wait_for(timeout=180_000)
+        start = time.perf_counter()
+        button.click()
+        done = time.monotonic() + timeout_s
+        while True:  # the browser stays on the page (its fragment polls) while the store is read every 10 s
+            try:
+                seconds, n = scoring_seconds(Path(env["MIA_LENS_STORE"]))
+                break
+            except TimeoutError:
+                if time.monotonic() > done:
+                    raise
+                page.wait_for_timeout(10_000)
+        wall = time.perf_counter() - start
+        browser.close()
     return {"path": "page", "scoring_s": seconds, "snippets": n, "click_to_done_s": wall}
 
 

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from audit_page import CHROMIUM, ROOT, free_port, fresh_env
+from audit_page import CHROMIUM, dashboard, goto_when_listening
 from envelope import load as load_average, write_result
 
 #: The bound the dashboard promises (docs/dashboard.md): the audit page's inputs and Run button within 5 s.
@@ -80,22 +80,6 @@ def cpu_spent(before: dict[int, tuple[str, float]], skip: set[int]) -> dict[str,
 
 
 @contextmanager
-def dashboard(folder: Path) -> Iterator[str]:
-    """A dashboard server on a free port with its own store and cache; yields its URL once it answers."""
-    port = free_port()
-    with (folder / "server.log").open("w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                                   "--server.port", str(port), "--server.address", "127.0.0.1",
-                                   "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                                  cwd=ROOT, env=fresh_env(folder), stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-
-
-@contextmanager
 def busy(n: int) -> Iterator[set[int]]:
     """`n` processes that keep a core each busy (a parallel test worker's load), stopped on leaving; yields their pids."""
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
@@ -131,19 +115,11 @@ def measure(repeats: int, busy_loops: int) -> dict:
     """The first open (speed unknown) and `repeats` more (speed known) on one warmed server."""
     from playwright.sync_api import sync_playwright  # optional: only the browser benches need it
 
-    with tempfile.TemporaryDirectory(prefix="audit-open-bench-") as tmp, dashboard(Path(tmp)) as url, \
+    with tempfile.TemporaryDirectory(prefix="audit-open-bench-") as tmp, dashboard(Path(tmp)) as (url, _), \
             sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         warm = browser.new_page()
-        deadline = time.monotonic() + 120
-        while True:  # the server needs a few seconds to listen
-            try:
-                warm.goto(f"{url}/audit?model=demo-known", timeout=120_000)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(1.0)
+        goto_when_listening(warm, f"{url}/audit?model=demo-known")
         warm.get_by_text("Loaded demo-known").first.wait_for(timeout=180_000)
         warm.goto(f"{url}/?model=demo", timeout=120_000)
         warm.get_by_text("Loaded demo", exact=True).first.wait_for(timeout=180_000)
