@@ -165,14 +165,17 @@ class StatsModel:
                 put_many = writes.put_many if self.writes_behind else self.stats_cache.put_many
                 for group in self._compute([texts[i] for i in todo], bos, long_text, progress, batch_tokens):
                     indices = [todo[j] for j, _ in group]
-                    if cache:  # queued first: a run cancelled from `on_stats` keeps what it computed
-                        put_many([(keys[i], stats) for i, (_, stats) in zip(indices, group)])
-                    for i, (_, stats) in zip(indices, group):
-                        out[i] = stats
-                        if on_stats is not None:
-                            on_stats(i, stats)
-                    if on_batch is not None and group:
-                        on_batch(indices, [stats for _, stats in group])
+                    try:
+                        for i, (_, stats) in zip(indices, group):
+                            out[i] = stats
+                            if on_stats is not None:
+                                on_stats(i, stats)
+                        if on_batch is not None and group:
+                            on_batch(indices, [stats for _, stats in group])
+                    finally:  # queued after the batch's callbacks, so the writer's Python does not slow them (the
+                        # GIL); queued even when one raises, so a cancelled run keeps what it computed
+                        if cache:
+                            put_many([(keys[i], stats) for i, (_, stats) in zip(indices, group)])
         elif progress is not None:  # all cached: done, counted in the same unit (tokens)
             tokens = max(1, sum(len(s.tokens) for s in out if s is not None))
             progress(tokens, tokens)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from mia_core.model import forward, language_model, pipeline
+from mia_core.model.cache_writes import WriteBehind
 from mia_core.model.forward import FLOAT_STATS, INT_STATS, Segment
 
 from tests.support.tiny import random_texts
@@ -152,3 +153,36 @@ def test_texts_keep_their_batchs_read_only_rows_and_a_long_text_owns_its_joined_
         np.testing.assert_array_equal(a.token_ids, b.token_ids)
         for name in FLOAT_STATS:
             np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-5, atol=1e-5)
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("writes_behind", [True, False])
+def test_a_batch_is_cached_after_its_callbacks_and_even_when_one_raises(llama_lm, monkeypatch, writes_behind):
+    """The writer gets a batch's entries once its `on_stats` and `on_batch` are done (its Python would slow them), and
+    a run stopped from a callback keeps every text of that batch in the cache."""
+    texts = random_texts(10, seed=21, min_words=3, max_words=12)
+    llama_lm.writes_behind = writes_behind
+    events = []
+
+    def recording(put_many):
+        def put(*args):  # (self, entries) on the writer's class, (entries) on the cache
+            events.append(("cached", len(args[-1])))
+            return put_many(*args)
+        return put
+
+    owner = WriteBehind if writes_behind else llama_lm.stats_cache  # where a batch's entries are handed over
+    monkeypatch.setattr(owner, "put_many", recording(owner.put_many))
+
+    def stop_in_second_batch(indices, stats):
+        events.append(("batch", len(indices)))
+        if sum(kind == "batch" for kind, _ in events) == 2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        llama_lm.token_stats(texts, batch_tokens=40, on_batch=stop_in_second_batch)
+    assert [kind for kind, _ in events] == ["batch", "cached", "batch", "cached"]
+    assert events[0][1] == events[1][1] and events[2][1] == events[3][1]  # each batch's own texts
+    assert llama_lm.cached_count(texts) == events[0][1] + events[2][1] < len(texts)
