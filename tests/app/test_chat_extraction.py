@@ -63,6 +63,8 @@ def test_a_book_is_extracted_from_the_page_with_its_cost_and_diff(tmp_path, monk
     book = table[table["role"] == "book"].iloc[0]
     assert book["halt"] == "stop_string" and book["nv_recall"] > 0.9
     assert table[table["role"] == "control"].iloc[0]["nv_recall"] == 0.0
+    diff_of = at.selectbox(key="chat_diff_unit")  # chosen mid-run, it may still show the control, done first
+    diff_of.select_index(next(i for i, name in enumerate(diff_of.options) if "pasted book" in name)).run()
     assert any("nv-recall **" in m.value and "pasted book" in m.value for m in at.markdown)
 
 
