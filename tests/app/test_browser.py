@@ -255,7 +255,9 @@ def run_benchmark(page, per_class: str, run: str) -> None:
 
 def choose(page, label: str, option: str) -> None:
     """Pick `option` in the Streamlit multiselect whose label is `label` (open it, type the name: its list is drawn
-    only where it scrolls, so a long list may not hold the option until filtered; click the option by its name)."""
+    only where it scrolls, so a long list may not hold the option until filtered; click the option by its name). The
+    rerun a previous choice started is awaited first: it redraws the box and drops what was typed (once in CI)."""
+    wait_for_rerun(page)
     box = page.locator('[data-testid="stMultiSelect"]').filter(has_text=label).first.locator("input")
     box.click()
     box.fill(option)
