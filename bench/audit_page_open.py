@@ -29,18 +29,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from audit_page import CHROMIUM, dashboard, goto_when_listening
-from envelope import load as load_average, write_result
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: the browser tests' page helpers
+
+from audit_page import CHROMIUM, dashboard, goto_when_listening  # noqa: E402  (bench/ is on sys.path as a script)
+from envelope import load as load_average, write_result  # noqa: E402
+from tests.support.page_actions import text_at_button  # noqa: E402
 
 #: The bound the dashboard promises (docs/dashboard.md): the audit page's inputs and Run button within 5 s.
 BOUND_S = 5.0
 #: What the page says while the model's speed is measured (or while an audit runs), instead of an estimate.
 LATER = ("the time estimate follows", "the time estimate comes once")
-#: The Run button's text, read at once with the page's text (one snapshot: no rerun in between).
-SNAPSHOT_JS = """() => {
-  const run = [...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Run audit');
-  return run ? document.body.innerText : null;
-}"""
 
 
 def descendants_cpu() -> dict[int, tuple[str, float]]:
@@ -101,7 +99,7 @@ def open_audit(browser, url: str, model: str, skip: set[int]) -> dict:
     cpu = descendants_cpu()
     started = time.monotonic()
     page.get_by_role("link", name="Book audit").first.click()
-    text = page.wait_for_function(SNAPSHOT_JS, timeout=120_000, polling="raf").json_value()
+    text = page.wait_for_function(text_at_button("Run audit"), timeout=120_000, polling="raf").json_value()
     opened = time.monotonic() - started
     spent = cpu_spent(cpu, skip)
     page.get_by_text("Estimate: ").first.wait_for(timeout=300_000)

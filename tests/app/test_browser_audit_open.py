@@ -13,16 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.app.test_browser import CHROMIUM
+from tests.support.page_actions import model_state, text_at_button
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
-
-#: The page's text at the moment its Run button is first drawn (one snapshot, so no rerun comes in between).
-TEXT_AT_RUN_BUTTON = """() => {
-  const run = [...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Run audit');
-  return run ? document.body.innerText : null;
-}"""
-
 
 def test_the_audit_page_opens_before_the_speed_is_known(server):
     from playwright.sync_api import sync_playwright
@@ -34,11 +28,11 @@ def test_the_audit_page_opens_before_the_speed_is_known(server):
             page.goto(f"{server}/?model=demo-known", timeout=120_000)
             page.get_by_text("Loaded demo-known").first.wait_for(timeout=180_000)
             page.get_by_role("link", name="Book audit").first.click()
-            text = page.wait_for_function(TEXT_AT_RUN_BUTTON, timeout=120_000, polling="raf").json_value()
+            text = page.wait_for_function(text_at_button("Run audit"), timeout=120_000, polling="raf").json_value()
             assert "Estimate: " not in text, "the page drew the estimate with its Run button: it waited for the speed"
             assert "the time estimate follows in a moment (measuring demo-known's speed" in text, text[-2000:]
             page.get_by_text("Estimate: ").first.wait_for(timeout=300_000)  # the measurement back, the page redrawn
             estimate = page.get_by_text("Estimate: ").first.inner_text()
-            assert "demo-known on this machine, measured once" in estimate, estimate
+            assert "demo-known on this machine, measured once" in estimate, f"{estimate}\n{model_state(page)}"
         finally:
             browser.close()

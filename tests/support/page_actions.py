@@ -3,6 +3,7 @@ server has taken the action. Streamlit may drop what a page is given while its s
 typed number), so every helper waits for the script's own state first and checks that the action held."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -10,6 +11,13 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 #: The root element's mark of the script's state: "running" while it reruns, "notRunning" once it is done.
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 RUNNING = "[data-testid='stApp'][data-test-script-state='running']"
+
+
+def text_at_button(label: str) -> str:
+    """A `page.wait_for_function` script: the page's whole text at the moment a button labelled `label` is first
+    drawn (null until then). One snapshot in one call, so no rerun can change the page between the two reads."""
+    return ("() => { const button = [...document.querySelectorAll('button')].find(b => b.innerText.trim() === "
+            f"{json.dumps(label)}); return button ? document.body.innerText : null; }}")
 
 
 def wait_for_rerun(page, pause_ms: int = 300) -> None:
@@ -85,6 +93,16 @@ def shown_or_failed(page, locator, timeout_ms: int) -> None:
                              f"{page.locator('body').inner_text()[-1500:]}") from None
     if locator.count() == 0 or not locator.first.is_visible():
         raise AssertionError(f"the page shows an error instead: {error.first.inner_text()}")
+
+
+def model_state(page) -> str:
+    """The session's model as the browser shows it: the sidebar's chosen option, its status line, and the address
+    (a failure's clue to whether the server or the browser lost the choice)."""
+    chosen = page.evaluate("() => [...document.querySelectorAll('[data-testid=stSidebar] input[type=radio]')]"
+                           ".filter(i => i.checked).map(i => i.closest('label').innerText.trim())")
+    status = [line for line in page.get_by_test_id("stSidebar").inner_text().splitlines()
+              if line.startswith(("Loaded ", "Loading ", "Could not load "))]
+    return f"sidebar chosen {chosen}, status {status}, address {page.url}"
 
 
 def pick_model(page, option: str) -> None:
