@@ -11,10 +11,12 @@ Each measurement runs in a child process. `--before DIR` (a tree holding an earl
 times; each part is the median over the repeats (a 2-core machine's noise is ±20% a run).
 
     .venv/bin/python bench/host_parts.py [--model smoke-1b|smoke-7b|demo] [--texts 400] [--inline-writes]
-        [--before DIR] [--repeats 5] [--json OUT]
+        [--before DIR [--before-env NAME=VALUE]] [--repeats 5] [--json OUT]
 
 Last line: `ratio=<the host's parts per text ÷ the model's batch per text>`, or with `--before`,
-`ratio=<the host's parts per text after ÷ before>` (issue 41's goal: at most 1/3).
+`ratio=<the host's parts per text after ÷ before>`; the line before it gives the same for the parts issue 41's goal
+names (tokenising, the methods, assembling; goal: at most 1/3). `--before-env` runs the earlier tree as its CLI ran
+it (ebfca80's CLI turned the tokenizer's threads off for every command: `TOKENIZERS_PARALLELISM=false`).
 """
 from __future__ import annotations
 
@@ -60,6 +62,8 @@ PARTS = {
     ("model/text_windows.py", "fill"): "joining a text's windows",
 }
 MODEL_PART = PARTS[("model/forward.py", "batch_stats")]
+#: The parts issue 41's CPU goal names ("tokenising, methods, assembling"), by the start of their names above.
+GOAL_PREFIXES = ("tokenising", "method", "assembling")
 
 
 def part_seconds(profile: cProfile.Profile) -> dict[str, float]:
@@ -136,11 +140,12 @@ def writer_clock(cache_class) -> list[float]:
     return seconds
 
 
-def child_run(tree: Path, args: argparse.Namespace) -> dict:
-    """`measure` in a fresh process (the tree's own imports, nothing warm from another side)."""
+def child_run(tree: Path, args: argparse.Namespace, env: dict[str, str]) -> dict:
+    """`measure` in a fresh process (the tree's own imports, nothing warm from another side), with `env` added to
+    this process's environment."""
     command = [sys.executable, str(Path(__file__).resolve()), "--child", str(tree), "--model", args.model,
                "--texts", str(args.texts)] + (["--inline-writes"] if args.inline_writes else [])
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env={**os.environ, **env})
     if done.returncode != 0:
         sys.exit(f"error: the measurement of {tree} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -155,11 +160,17 @@ def medians(runs: list[dict]) -> dict:
     model = [run["parts_s"][MODEL_PART] for run in runs]
     return {"texts": n, "runs": len(runs), "parts_ms_per_text": parts,
             "host_ms_per_text": 1e3 * statistics.median(host) / n,
+            "goal_parts_ms_per_text": 1e3 * statistics.median(goal_parts(run["parts_s"]) for run in runs) / n,
             "host_ms_per_text_each_run": [round(1e3 * h / n, 4) for h in host],
             "model_ms_per_text": 1e3 * statistics.median(model) / n,
             "host_over_model": statistics.median(h / m for h, m in zip(host, model)),
             "writer_thread_cpu_ms_per_text": 1e3 * statistics.median(run["writer_cpu_s"] for run in runs) / n,
             "loads": [run["load"] for run in runs]}
+
+
+def goal_parts(parts_s: dict[str, float]) -> float:
+    """Seconds of the parts issue 41's goal names: tokenising, the methods, assembling `TokenStats`."""
+    return sum(s for name, s in parts_s.items() if name.startswith(GOAL_PREFIXES))
 
 
 def rounded(value):
@@ -181,6 +192,8 @@ def show(side: str, model: str, summary: dict) -> None:
         print(f"  {name:52s} {parts[name]:9.3f} ms a text")
     print(f"  {'the host parts above, together':52s} {summary['host_ms_per_text']:9.3f} ms a text "
           f"(each run: {', '.join(f'{h:.3f}' for h in summary['host_ms_per_text_each_run'])})")
+    goal_label = "of them, the goal's (tokenising, methods, assembling)"
+    print(f"  {goal_label:52s} {summary['goal_parts_ms_per_text']:9.3f} ms a text")
     print(f"  {'beside them: the writer thread (CPU, not profiled)':52s} "
           f"{summary['writer_thread_cpu_ms_per_text']:9.3f} ms a text")
 
@@ -194,26 +207,35 @@ def main() -> None:
                         help="write the cache on this thread, as before the writer thread (cache_writes.WriteBehind)")
     parser.add_argument("--before", type=Path, help="an earlier tree (mia_core and bench) to measure in the same call")
     parser.add_argument("--repeats", type=int, default=1, help="profiled runs per side; each part's median is shown")
+    parser.add_argument("--before-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for the --before tree's runs only (e.g. "
+                             "TOKENIZERS_PARALLELISM=false, as ebfca80's CLI set it for every command)")
     parser.add_argument("--json", type=Path, help="write the medians here, in bench/results' envelope")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
         print(json.dumps(measure(args.child, args.model, args.texts, args.inline_writes)))
         return
+    before_env = dict(pair.split("=", 1) for pair in args.before_env if "=" in pair)
+    if len(before_env) != len(args.before_env) or (before_env and not args.before):
+        sys.exit("error: --before-env takes NAME=VALUE, and only with --before")
     started = load_average()
     sides = {"after": HERE.parent, **({"before": args.before.resolve()} if args.before else {})}
     runs: dict[str, list[dict]] = {side: [] for side in sides}
     for repeat in range(args.repeats):
         order = list(sides) if repeat % 2 == 0 else list(reversed(sides))  # alternate: neither side always first
         for side in order:
-            runs[side].append(child_run(sides[side], args))
+            runs[side].append(child_run(sides[side], args, before_env if side == "before" else {}))
     summaries = {side: rounded(medians(found)) for side, found in runs.items()}
     for side in reversed(list(sides)):
         show(side, args.model, summaries[side])
     print(f"load average: {load_average()}")
     if args.before:
         ratio = summaries["after"]["host_ms_per_text"] / summaries["before"]["host_ms_per_text"]
-        results = {args.model: {**summaries["after"], "before": summaries["before"], "after_over_before": ratio}}
+        goal = summaries["after"]["goal_parts_ms_per_text"] / summaries["before"]["goal_parts_ms_per_text"]
+        print(f"the goal's parts (tokenising, methods, assembling) after ÷ before: {goal:.3f}")
+        results = {args.model: {**summaries["after"], "before": summaries["before"], "before_env": before_env,
+                                "after_over_before": ratio, "goal_parts_after_over_before": goal}}
     else:
         ratio = summaries["after"]["host_over_model"]
         results = {args.model: summaries["after"]}

@@ -67,7 +67,8 @@ class TokenStrings(Sequence):
 
 def token_names(text: str, offsets: np.ndarray, tokens: Sequence[str]) -> dict[int, str]:
     """The display strings that differ from the text's span at their offsets (all a `TokenStrings` needs to store)."""
-    if isinstance(tokens, TokenStrings) and tokens._text == text and np.array_equal(tokens._offsets, offsets):
+    if isinstance(tokens, TokenStrings) and tokens._text == text and (
+            tokens._offsets is offsets or np.array_equal(tokens._offsets, offsets)):  # one array, as the pass makes them
         return dict(tokens.names)
     return {j: t for j, (t, (a, b)) in enumerate(zip(tokens, offsets.tolist())) if t != text[a:b]}
 
@@ -154,7 +155,10 @@ def stats_parts(stats: TokenStats) -> tuple[dict[str, np.ndarray], dict]:
     """(per-token arrays, per-text metadata) of statistics, for storing them without pickle (the display strings as
     the names of those that are not the text's span: the text is the key, kept by whoever stores them)."""
     meta = {n: getattr(stats, n) for n in META_FIELDS if n != "tokens"}
-    names = token_names(stats.text, np.asarray(stats.offsets).reshape(-1, 2), stats.tokens)
+    offsets = stats.offsets
+    if not (isinstance(offsets, np.ndarray) and offsets.ndim == 2):  # an (n, 2) array is passed as it is (see above)
+        offsets = np.asarray(offsets).reshape(-1, 2)
+    names = token_names(stats.text, offsets, stats.tokens)
     meta["token_names"] = [[j, name] for j, name in sorted(names.items())]
     return {n: getattr(stats, n) for n in ARRAY_FIELDS}, meta
 
