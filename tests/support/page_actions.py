@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import Error as PlaywrightError, TimeoutError as PlaywrightTimeout
 
 #: The root element's mark of the script's state: "running" while it reruns, "notRunning" once it is done.
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
@@ -98,10 +98,13 @@ def shown_or_failed(page, locator, timeout_ms: int) -> None:
 def model_state(page) -> str:
     """The session's model as the browser shows it: the sidebar's chosen option, its status line, and the address
     (a failure's clue to whether the server or the browser lost the choice)."""
-    chosen = page.evaluate("() => [...document.querySelectorAll('[data-testid=stSidebar] input[type=radio]')]"
-                           ".filter(i => i.checked).map(i => i.closest('label').innerText.trim())")
-    status = [line for line in page.get_by_test_id("stSidebar").inner_text().splitlines()
-              if line.startswith(("Loaded ", "Loading ", "Could not load "))]
+    try:
+        chosen = page.evaluate("() => [...document.querySelectorAll('[data-testid=stSidebar] input[type=radio]')]"
+                               ".filter(i => i.checked).map(i => i.closest('label').innerText.trim())")
+        status = [line for line in page.get_by_test_id("stSidebar").inner_text(timeout=5000).splitlines()
+                  if line.startswith(("Loaded ", "Loading ", "Could not load "))]
+    except PlaywrightError as err:  # a clue, never a failure of its own that would hide the one it explains
+        return f"sidebar unreadable ({type(err).__name__}), address {page.url}"
     return f"sidebar chosen {chosen}, status {status}, address {page.url}"
 
 
