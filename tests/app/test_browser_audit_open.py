@@ -18,6 +18,7 @@ from tests.support.page_actions import model_state, text_at_button
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")]
 
+
 def test_the_audit_page_opens_before_the_speed_is_known(server):
     from playwright.sync_api import sync_playwright
 
