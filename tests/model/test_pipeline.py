@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from mia_core.model import forward, language_model, pipeline
+from mia_core.model import forward, pipeline
 from mia_core.model.cache_writes import WriteBehind
 from mia_core.model.forward import FLOAT_STATS, INT_STATS, Segment
 
