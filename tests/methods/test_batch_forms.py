@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from mia_core import METHODS, score_texts
-from mia_core.api import StatsBatch, TokenStats, batch_lowest_k, lowest_k
+from mia_core.api import StatsBatch, TokenStats, batch_lowest_k, first_occurrences_batch, lowest_k
 from mia_core.api.token_stats import TokenStrings
+from mia_core.methods.dc_pdd import first_occurrences
 from mia_core.methods.dc_pdd.frequency import FrequencyTable
 from mia_core.model.identity import tokenizer_fingerprint
 from mia_core.scoring import stream
@@ -69,6 +70,22 @@ def test_batch_lowest_k_by_hand():
     np.testing.assert_allclose(batch_lowest_k(values, lengths, 0.75), [1.5, 4 / 3])  # 2 of 3, 3 of 4
     for row, n in zip(values, lengths):
         assert lowest_k(row[:n], 0.75).value == pytest.approx(batch_lowest_k(row[None, :n], np.array([n]), 0.75)[0])
+
+
+@pytest.mark.parametrize("top", [VOCAB, 2**40, 2**62])  # the sorted keys id·width + position, then the argsort
+def test_first_occurrences_batch_marks_each_rows_first_of_every_id(top):
+    rng = np.random.default_rng(5)
+    lengths = np.array([1, 2, 9, 40, 40, 17])
+    ids = np.full((len(lengths), 40), -1, np.int64)  # -1: the padding, as `StatsBatch.token_ids`
+    for row, n in zip(ids, lengths):
+        row[:n] = rng.choice(np.array([0, 3, top - 1, top // 2], np.int64), n)  # few distinct ids: many repeats
+    valid = np.arange(40)[None, :] < lengths[:, None]
+    got = first_occurrences_batch(ids, valid)
+    for row, n, mask in zip(ids, lengths, got):
+        seen: set[int] = set()
+        want = [int(t) not in seen and not seen.add(int(t)) for t in row[:n]]  # the first time each id is seen
+        assert mask[:n].tolist() == want and not mask[n:].any()
+        np.testing.assert_array_equal(mask[:n], first_occurrences(row[:n]))
 
 
 def test_a_method_without_a_batch_form_scores_the_same_text_by_text(llama_lm, monkeypatch):
