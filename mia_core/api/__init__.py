@@ -12,7 +12,7 @@ from .registry import (
     METHODS, Allowed, get_method, methods_allowed, methods_for, model_access, reading, register, stats_only_methods,
     teaching_order,
 )
-from .score import Score, check_k, lowest_k, mean_of_all, require_tokens
+from .score import Score, as_fraction, check_k, lowest_k, mean_of_all, require_tokens
 from .stats_batch import StatsBatch, batch_lowest_k, batch_mean, first_occurrences_batch
 from .token_stats import TokenStats
 
@@ -20,5 +20,5 @@ __all__ = ["ACCESS", "FULL_ACCESS", "FULL_VOCABULARY", "AccessNeeds", "ModelAcce
            "LESSON_STAGES", "LOGP", "LOGP_RANGE", "MODEL_NEEDS", "NEED_WORDS", "NEEDS", "REF_NEEDS", "MethodSpec", "Paper",
            "Supervised", "TokenView", "KParams", "NoParams", "ParamInfo", "is_int", "param", "param_infos", "METHODS",
            "Allowed", "get_method", "methods_allowed", "methods_for", "model_access", "reading", "register",
-           "stats_only_methods", "teaching_order", "Score", "check_k", "lowest_k", "mean_of_all", "require_tokens",
-           "StatsBatch", "batch_lowest_k", "batch_mean", "first_occurrences_batch", "TokenStats"]
+           "stats_only_methods", "teaching_order", "Score", "as_fraction", "check_k", "lowest_k", "mean_of_all",
+           "require_tokens", "StatsBatch", "batch_lowest_k", "batch_mean", "first_occurrences_batch", "TokenStats"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .score import check_k
+from .score import as_fraction
 
 
 def param(default: Any, help: str, *, low: float | None = None, high: float | None = None, step: float | None = None,
@@ -74,4 +74,4 @@ class KParams:
                      low=0.05, high=1.0, step=0.05)
 
     def __post_init__(self) -> None:
-        check_k(self.k)
+        object.__setattr__(self, "k", as_fraction(self.k))  # checked; one float for every form (`as_fraction`)

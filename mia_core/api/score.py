@@ -53,13 +53,21 @@ def check_k(k: float) -> None:
         raise ValueError(f"k must be in (0, 1] (got {k})")
 
 
+def as_fraction(k: float) -> float:
+    """A checked k as a Python float, a NumPy float as the decimal it prints as (np.float32(0.7) → 0.7): then
+    `int(n * k)` is one float64 product in the per-text and batch forms alike (in float32, 10 · 0.7 rounds up to 7;
+    the float64 of float32 0.7 gives 6)."""
+    check_k(k)
+    return float(str(k)) if isinstance(k, np.floating) else float(k)
+
+
 def lowest_k(token_scores: np.ndarray, k: float) -> Score:
     """Mean of the `max(1, floor(k·n))` lowest token scores (stable ascending sort), with the mask.
 
     `int(n * k)` is the reference code's rounding, floating-point artefacts included (k = 0.29,
     n = 100 selects 28); only its NaN for a zero selection differs.
     """
-    check_k(k)
+    k = as_fraction(k)
     n = token_scores.shape[0]
     n_sel = max(1, int(n * k))
     selected = _lowest_mask(token_scores, n_sel)

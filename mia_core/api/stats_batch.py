@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .score import check_k
+from .score import as_fraction
 from .token_stats import TokenStats
 
 
@@ -70,8 +70,7 @@ def batch_lowest_k(values: np.ndarray, lengths: np.ndarray, k: float) -> np.ndar
     `values` is NaN-padded: a row sorts its real entries first (its own NaNs last, then the padding), so the
     selection is the stable ascending sort's, and a selection that reaches a NaN gives NaN, as per text.
     """
-    check_k(k)
-    n_sel = np.maximum(1, (lengths * k).astype(np.int64))  # the float product truncated, as `int(n * k)`
+    n_sel = np.maximum(1, (lengths * as_fraction(k)).astype(np.int64))  # the float product truncated, as `int(n * k)`
     chosen = np.arange(values.shape[1])[None, :] < n_sel[:, None]
     return np.where(chosen, np.sort(values, axis=1), 0.0).sum(axis=1) / n_sel
 

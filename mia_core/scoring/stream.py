@@ -37,8 +37,8 @@ def method_values(spec: MethodSpec, params: Any, inputs: dict[str, Any], stats: 
         for indices, batch in groups:
             try:
                 found = spec.batch(batch, params, **inputs)
-            except ValueError:  # e.g. a table of another width: the per-text form names the problem text by text
-                continue
+            except Exception:  # noqa: BLE001  (a table of another width, say: the per-text form names each text's
+                continue  # problem, raised in order by `Stream.values` as for a method without a batch form)
             for j, value in zip(indices, found.tolist()):
                 values[j] = value
     errors: dict[int, Exception] = {}

@@ -63,6 +63,28 @@ def test_the_batch_form_gives_every_text_its_per_text_value(name, k):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)  # float64 summation order only
 
 
+@pytest.mark.parametrize("name", [n for n in BATCHED if "k" in METHODS[n].param_names])
+@pytest.mark.parametrize("k", [np.float32(0.7), np.float32(0.3), np.float16(0.3), np.float64(0.29)])
+def test_a_numpy_k_selects_what_its_decimal_selects_in_both_forms(name, k):
+    """In float32, 10 · 0.7 rounds up to 7 while the float64 of float32 0.7 gives 6: every form takes k as the decimal
+    it prints as, so each text averages the tokens the Python float k would choose."""
+    spec = METHODS[name]
+    rng = np.random.default_rng(11)
+    stats = [fake_stats(rng, n) for n in (10, 20, 30, 40, 100, 7)]
+    as_numpy, as_python = spec.make_params(k=k), spec.make_params(k=float(str(k)))
+    assert type(as_numpy.k) is float and as_numpy == as_python
+    want = np.array([spec.fn(st, as_python).value for st in stats])
+    np.testing.assert_allclose(spec.batch(StatsBatch(tuple(stats)), as_numpy), want, rtol=1e-12, atol=0)
+    for st in stats:  # the bare helpers too, called with the NumPy k itself
+        assert lowest_k(st.logprob.astype(np.float64), k).selected.sum() == max(1, int(st.n_scored * float(str(k))))
+    lengths = np.array([st.n_scored for st in stats])
+    padded = np.full((len(stats), 100), np.nan)
+    for row, st in zip(padded, stats):
+        row[: st.n_scored] = st.logprob
+    np.testing.assert_allclose(batch_lowest_k(padded, lengths, k),
+                               [lowest_k(st.logprob.astype(np.float64), float(str(k))).value for st in stats], rtol=1e-12)
+
+
 def test_batch_lowest_k_by_hand():
     values = np.array([[3.0, 1.0, 2.0, np.nan], [5.0, -1.0, 5.0, 0.0]])  # row 0 has 3 tokens: its NaN is padding
     lengths = np.array([3, 4])
@@ -113,3 +135,22 @@ def test_a_batch_the_method_refuses_is_scored_text_by_text_with_its_error(llama_
                           n_texts=1)
     with pytest.raises(ValueError, match="^text 0: frequency table has 7 entries but the model's logits are 320 wide"):
         score_texts(llama_lm, random_texts(5, seed=2), ["dc_pdd"], freq=freq)
+
+
+def test_a_batch_form_that_fails_otherwise_falls_back_to_the_per_text_errors(llama_lm):
+    """DC-PDD on given statistics without a vocabulary width and a table narrower than the ids: the batch form's
+    IndexError is not the error; the per-text form's errors are, raised after the pass in text order (text 0 empty)."""
+    texts = random_texts(6, seed=3)
+    texts[0] = ""
+    stats = [dataclasses.replace(st, vocab_width=0) for st in llama_lm.token_stats(texts)]
+    freq = FrequencyTable(counts=np.ones(20, np.int64), tokenizer_fingerprint=tokenizer_fingerprint(llama_lm.tokenizer),
+                          corpus="x", n_texts=1)
+    errors = []
+    for batch in (METHODS["dc_pdd"].batch, None):
+        spec = dataclasses.replace(METHODS["dc_pdd"], batch=batch)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setitem(METHODS, "dc_pdd", spec)
+            with pytest.raises(Exception) as raised:
+                score_texts(llama_lm, texts, ["loss", "dc_pdd"], stats=stats, freq=freq)
+        errors.append((type(raised.value), str(raised.value)))
+    assert errors[0] == errors[1] and errors[0][0] is ValueError and errors[0][1].startswith("text 0: ")
