@@ -13,7 +13,7 @@ from .registry import (
     teaching_order,
 )
 from .score import Score, as_fraction, check_k, lowest_k, mean_of_all, require_tokens
-from .stats_batch import StatsBatch, batch_lowest_k, batch_mean, first_occurrences_batch
+from .stats_batch import StatsBatch, batch_lowest_k, batch_mean, batch_selection, first_occurrences_batch
 from .token_stats import TokenStats
 
 __all__ = ["ACCESS", "FULL_ACCESS", "FULL_VOCABULARY", "AccessNeeds", "ModelAccess", "refusal", "HELPER_NEEDS",
@@ -21,4 +21,5 @@ __all__ = ["ACCESS", "FULL_ACCESS", "FULL_VOCABULARY", "AccessNeeds", "ModelAcce
            "Supervised", "TokenView", "KParams", "NoParams", "ParamInfo", "is_int", "param", "param_infos", "METHODS",
            "Allowed", "get_method", "methods_allowed", "methods_for", "model_access", "reading", "register",
            "stats_only_methods", "teaching_order", "Score", "as_fraction", "check_k", "lowest_k", "mean_of_all",
-           "require_tokens", "StatsBatch", "batch_lowest_k", "batch_mean", "first_occurrences_batch", "TokenStats"]
+           "require_tokens", "StatsBatch", "batch_lowest_k", "batch_mean", "batch_selection", "first_occurrences_batch",
+           "TokenStats"]

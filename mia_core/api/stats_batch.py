@@ -70,9 +70,15 @@ def batch_lowest_k(values: np.ndarray, lengths: np.ndarray, k: float) -> np.ndar
     `values` is NaN-padded: a row sorts its real entries first (its own NaNs last, then the padding), so the
     selection is the stable ascending sort's, and a selection that reaches a NaN gives NaN, as per text.
     """
-    n_sel = np.maximum(1, (lengths * as_fraction(k)).astype(np.int64))  # the float product truncated, as `int(n * k)`
-    chosen = np.arange(values.shape[1])[None, :] < n_sel[:, None]
+    chosen, n_sel = batch_selection(lengths, values.shape[1], k)
     return np.where(chosen, np.sort(values, axis=1), 0.0).sum(axis=1) / n_sel
+
+
+def batch_selection(lengths: np.ndarray, width: int, k: float) -> tuple[np.ndarray, np.ndarray]:
+    """((b, width) mask of each row's first `max(1, int(n·k))` places in sorted order, (b,) those counts): the
+    min-k% rule of `score.lowest_k` for a batch, k taken as `as_fraction` takes it."""
+    n_sel = np.maximum(1, (lengths * as_fraction(k)).astype(np.int64))  # the float product truncated, as `int(n * k)`
+    return np.arange(width)[None, :] < n_sel[:, None], n_sel
 
 
 def first_occurrences_batch(token_ids: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..api import Score, as_fraction, is_int, lowest_k, mean_of_all, param
+from ..api import Score, batch_selection, is_int, lowest_k, mean_of_all, param
 
 #: The α the docs and the help suggest when PDR is switched on (ours, METHODS-API.md §22).
 PDR_ALPHA = 1.0
@@ -93,6 +93,5 @@ def batch_pdr_lowest_k(values: np.ndarray, lengths: np.ndarray, k: float, alpha:
     `max(1, int(n·k))` tokens (ties in text order, its NaNs then the padding last), their weighted values averaged."""
     order = np.argsort(values, axis=1, kind="stable")
     weighted = np.take_along_axis(batch_pdr_weights(lengths, values.shape[1], alpha) * values, order, axis=1)
-    n_sel = np.maximum(1, (lengths * as_fraction(k)).astype(np.int64))  # the float product truncated, as `int(n * k)`
-    chosen = np.arange(values.shape[1])[None, :] < n_sel[:, None]
+    chosen, n_sel = batch_selection(lengths, values.shape[1], k)
     return np.where(chosen, weighted, 0.0).sum(axis=1) / n_sel
