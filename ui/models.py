@@ -36,6 +36,8 @@ BUILT_IN = {
 SERVED_EXAMPLE = "http://127.0.0.1:8000/v1?model=NAME"
 #: What the chat API's box shows (docs: Chat APIs).
 CHAT_EXAMPLE = "https://api.openai.com/v1?api=chat&model=NAME&key_env=OPENAI_API_KEY&price_in=2&price_out=8"
+#: The picker's widgets keep their values for the whole session, whatever Streamlit's cleanup drops (`chosen_spec`).
+SESSION = "session"
 #: Set to 1 by an operator who lets the dashboard's visitors use API keys from its environment (docs: Security).
 SERVED_KEYS_ENV = "MIA_LENS_SERVED_KEYS"
 #: Session keys: specs that failed to load (spec → message), the spec known loaded, a spec from a link to confirm.
@@ -107,12 +109,16 @@ def chosen_spec() -> str | None:
     """Draw the picker (nothing loaded); the spec it names, or None while the "other" box is empty or unconfirmed."""
     bar = st.sidebar
     bar.header("Model")
+    # persist_state="session": the choice outlives Streamlit's stale-widget cleanup, which in 1.67 can drop a widget
+    # outside a run_every fragment when that fragment reruns (streamlit#10805): a page measuring the model's speed
+    # then showed the default model after its rerun
     choice = bar.radio("Model", list(BUILT_IN), format_func=BUILT_IN.get, key="model_choice",
-                       label_visibility="collapsed")
+                       label_visibility="collapsed", persist_state=SESSION)
     if choice not in ("other", "served", "chat"):
         return choice
     if choice == "chat":
-        spec = bar.text_input("API URL and settings", key="model_chat", placeholder=CHAT_EXAMPLE).strip()
+        spec = bar.text_input("API URL and settings", key="model_chat", persist_state=SESSION,
+                              placeholder=CHAT_EXAMPLE).strip()
         bar.caption("Settings after `?`: `api=chat` (or `completions`), `model=` the provider's name, `key_env=` the "
                     "**name** of the variable holding the key (never the key), `price_in=`/`price_out=` dollars per "
                     "million tokens, `rpm=`/`tpm=` rate limits. Only the pages *Extract books from a chat API* and *DE-COP quiz on a chat API* use it.")
@@ -125,7 +131,8 @@ def chosen_spec() -> str | None:
         if not keys_allowed(spec, bar):
             return None
     elif choice == "served":
-        spec = bar.text_input("Server URL and settings", key="model_served", placeholder=SERVED_EXAMPLE).strip()
+        spec = bar.text_input("Server URL and settings", key="model_served", persist_state=SESSION,
+                              placeholder=SERVED_EXAMPLE).strip()
         bar.caption("Settings after `?`: `model=` the served name, `tokenizer=` a local folder or hub id (default: "
                     "the server's model root), `key_env=` the variable holding an API key, `logprobs=full` for the "
                     "whole distribution (short texts). Check a server first with `mia models check URL`.")
@@ -138,7 +145,8 @@ def chosen_spec() -> str | None:
         if not keys_allowed(spec, bar):
             return None
     else:
-        spec = bar.text_input("Hub id or local folder", key="model_other", placeholder="EleutherAI/pythia-160m").strip()
+        spec = bar.text_input("Hub id or local folder", key="model_other", persist_state=SESSION,
+                              placeholder="EleutherAI/pythia-160m").strip()
         if not spec:
             bar.info("Enter a model name or folder.")
             return None
